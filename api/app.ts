@@ -1,0 +1,57 @@
+import Koa, { type Middleware } from 'koa';
+import type Router from '@koa/router';
+import { errors } from '../common/errors.js';
+import type { AppDeps, State } from './context.js';
+import { authenticate, rateLimit } from './middleware/auth.js';
+import { parseJsonBody } from './middleware/body.js';
+import { handleErrors } from './middleware/errors.js';
+import { adminKeysRouter } from './routes/admin-keys.js';
+import { eventsRouter } from './routes/events.js';
+import { opsRouter } from './routes/ops.js';
+import { paymentIntentsRouter } from './routes/payment-intents.js';
+import { makeGuards } from './routes/shared.js';
+import { webhookEndpointsRouter } from './routes/webhook-endpoints.js';
+
+/** Records the matched route template for logs and metrics, before any guard runs. */
+function nameRoute(): Middleware<State> {
+  return async (ctx, next) => {
+    const matched = (ctx as unknown as { _matchedRoute?: string | RegExp })._matchedRoute;
+    if (matched !== undefined) ctx.state.route = String(matched);
+    await next();
+  };
+}
+
+/** After every router: a known path with another method is 405 (with `Allow`), else 404. */
+function unmatched(routers: Array<Router<State>>): Middleware<State> {
+  return async (ctx) => {
+    const allowed = new Set<string>();
+    for (const router of routers) {
+      for (const layer of router.match(ctx.path, ctx.method).path) {
+        for (const method of layer.methods) allowed.add(method);
+      }
+    }
+    if (allowed.size > 0) throw errors.methodNotAllowed(ctx.method, [...allowed]);
+    throw errors.routeNotFound(ctx.method, ctx.path);
+  };
+}
+
+/** Builds the api. It never listens: main.ts (or a test) does. */
+export function createApp(deps: AppDeps): Koa<State> {
+  const app = new Koa<State>();
+  const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseJsonBody() });
+  const routers: Array<Router<State>> = [
+    opsRouter(deps),
+    paymentIntentsRouter(deps, guards),
+    webhookEndpointsRouter(deps, guards),
+    eventsRouter(deps, guards),
+    adminKeysRouter(deps),
+    ...((deps.extraRouters ?? []) as Array<Router<State>>),
+  ];
+  app.use(handleErrors(deps));
+  for (const router of routers) {
+    router.use(nameRoute());
+    app.use(router.routes());
+  }
+  app.use(unmatched(routers));
+  return app;
+}

@@ -1,0 +1,40 @@
+import type { ParameterizedContext } from 'koa';
+import type Router from '@koa/router';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { ApiKeyCache } from '../common/api-keys.js';
+import type { Config } from '../common/config.js';
+import type { IdGenerator } from '../common/ids.js';
+import type { Logger } from '../common/logger.js';
+import type { ApiKeyDoc, Mongo } from '../common/mongo.js';
+import type { ResultWaiter } from './services/results.js';
+
+/** Everything the api needs, built in main.ts (or by a test) and injected. */
+export interface AppDeps {
+  config: Config;
+  /** Command connection (fails fast while Redis is down). */
+  redis: Redis;
+  /** Every queue of the service, by name; the creates queue is used to enqueue. */
+  queues: Record<string, Queue>;
+  results: ResultWaiter;
+  mongo: Mongo;
+  keys: ApiKeyCache;
+  logger: Logger;
+  ids: IdGenerator;
+  /** Epoch ms. */
+  now: () => number;
+  /** Extra routers mounted before the 404 handler (dashboard, metrics). */
+  extraRouters?: Router[];
+  /** Called once per request with its outcome (metrics). */
+  onRequest?: (info: { method: string; route: string; status: number; durationMs: number }) => void;
+}
+
+export interface State {
+  requestId: string;
+  /** Route template, for logs and metrics. */
+  route?: string;
+  key?: ApiKeyDoc;
+  body?: Record<string, unknown>;
+}
+
+export type Ctx = ParameterizedContext<State>;

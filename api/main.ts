@@ -1,0 +1,88 @@
+/**
+ * Api process: the composition root. Builds the clients, injects them into the app,
+ * listens, and shuts down cleanly on SIGTERM: stop accepting connections, let
+ * in-flight requests finish (they may be waiting for a create job), then close the
+ * clients, each step on its own.
+ */
+import { createServer } from 'node:http';
+import { Queue } from 'bullmq';
+import { ApiKeyCache } from '../common/api-keys.js';
+import { loadConfig } from '../common/config.js';
+import { IdGenerator } from '../common/ids.js';
+import { QUEUES, revocationsChannel } from '../common/jobs.js';
+import { createLogger } from '../common/logger.js';
+import { connectMongo } from '../common/mongo.js';
+import { createRedis } from '../common/redis.js';
+import { createApp } from './app.js';
+import type { AppDeps } from './context.js';
+import { ResultWaiter } from './services/results.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, 'api');
+  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-api');
+  const redis = createRedis(config.redisUrl, 'command', 'api');
+  const subscriber = createRedis(config.redisUrl, 'blocking', 'api-subscriber');
+  const queueConnection = createRedis(config.redisUrl, 'command', 'api-queues');
+  const queues = Object.fromEntries(
+    Object.values(QUEUES).map((name) => [name, new Queue(name, { connection: queueConnection, prefix: config.queuePrefix })]),
+  );
+  const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs);
+  const results = new ResultWaiter(subscriber, config.queuePrefix);
+  const revocations = revocationsChannel(config.queuePrefix);
+  subscriber.on('message', (channel: string, hash: string) => {
+    if (channel === revocations) keys.evict(hash);
+  });
+  // While unsubscribed, revocations may be missed: forget every cached key.
+  subscriber.on('ready', () => keys.clear());
+  await results.start();
+  await subscriber.subscribe(revocations);
+
+  const deps: AppDeps = { config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(), now: Date.now };
+  const app = createApp(deps);
+  let shuttingDown = false;
+  app.use(async (ctx, next) => {
+    if (shuttingDown) ctx.set('Connection', 'close');
+    await next();
+  });
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  logger.info({ url: `http://${config.host}:${port}` }, 'api listening');
+
+  const stop = async (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ signal }, 'api stopping: finishing in-flight requests');
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const grace = setTimeout(() => server.closeAllConnections(), config.createTimeoutMs + 5000);
+    await closed;
+    clearTimeout(grace);
+    const steps: Array<[string, () => Promise<unknown>]> = [
+      ['results', () => results.close()],
+      ...Object.values(queues).map((q): [string, () => Promise<unknown>] => [`queue ${q.name}`, () => q.close()]),
+      ['redis (queues)', () => queueConnection.quit()],
+      ['redis', () => redis.quit()],
+      ['mongodb', () => mongo.client.close()],
+    ];
+    for (const [name, step] of steps) {
+      try {
+        await step();
+      } catch (err) {
+        logger.warn({ step: name, err: (err as Error).message }, 'shutdown step failed');
+      }
+    }
+    logger.info('api stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`api failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,57 @@
+import type { Middleware } from 'koa';
+import { ApiError, errorBody, errors } from '../../common/errors.js';
+import { isInfrastructureError } from '../../common/infra-errors.js';
+import type { AppDeps, State } from '../context.js';
+
+export function baseUrlOf(deps: AppDeps, ctx: { protocol: string; host: string }): string {
+  return deps.config.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}`;
+}
+
+/**
+ * First in the chain: gives every request its id, renders every error in the
+ * contract's envelope, and writes the one log line of the request. Only ApiErrors
+ * reach the client as they are; a lost dependency is a 503, anything else a 500
+ * whose details stay in the log.
+ */
+export function handleErrors(deps: AppDeps): Middleware<State> {
+  return async (ctx, next) => {
+    const started = performance.now();
+    const requestId = deps.ids.next('request');
+    ctx.state.requestId = requestId;
+    ctx.set('Request-Id', requestId);
+    try {
+      await next();
+    } catch (err) {
+      let apiError: ApiError;
+      if (err instanceof ApiError) {
+        apiError = err;
+      } else if (isInfrastructureError(err)) {
+        apiError = errors.serviceUnavailable();
+        deps.logger.warn({ request_id: requestId, err: (err as Error).message }, 'dependency unavailable');
+      } else {
+        apiError = errors.internal();
+        deps.logger.error({ request_id: requestId, err }, 'unhandled error');
+      }
+      ctx.status = apiError.status;
+      ctx.type = 'application/json';
+      ctx.body = errorBody(apiError.detail(), requestId, baseUrlOf(deps, ctx));
+      for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
+    } finally {
+      const durationMs = performance.now() - started;
+      const route = ctx.state.route ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
+      deps.logger.info(
+        {
+          request_id: requestId,
+          method: ctx.method,
+          route,
+          status: ctx.status,
+          duration_ms: Math.round(durationMs * 10) / 10,
+          project: ctx.state.key?.project,
+          livemode: ctx.state.key?.livemode,
+        },
+        'request',
+      );
+      deps.onRequest?.({ method: ctx.method, route, status: ctx.status, durationMs });
+    }
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * Idempotency keys, the api half. What it promises (DESIGN.md section 4):
+ *
+ * - One key, one request: the first request with a key is processed; while it is,
+ *   the same key gets 409 `idempotency_in_flight`; once it has completed, the same
+ *   request (method, path, JSON value) gets the recorded status and body byte for
+ *   byte with `Idempotent-Replayed: true`, and a different one gets 400
+ *   `idempotency_key_reused`. Keys are scoped to (project, livemode) and live 48 h.
+ * - Only results of processing are recorded, by the worker: validation failures,
+ *   401, 409, 429 and 503 answers leave nothing behind, so the client can retry.
+ * - The Redis entry is the fast path: an in-flight lock (`SET NX PX`, so a crashed
+ *   api process holds a key for at most the lock lifetime) and then a cache of the
+ *   result. The source of truth is the durable record the worker writes in MongoDB,
+ *   consulted whenever Redis knows nothing, so losing Redis never turns a retry into
+ *   a duplicate.
+ */
+import { randomBytes } from 'node:crypto';
+import { errors } from '../../common/errors.js';
+import { decodeEntry, encodeDone, redisKey, requestFingerprint, scopeHash } from '../../common/idempotency.js';
+import type { IdempotencyJobInfo, Scope } from '../../common/jobs.js';
+import type { AppDeps } from '../context.js';
+
+/** A recorded answer to send again. */
+export interface Replay {
+  status: number;
+  body: string;
+}
+
+export type Lookup =
+  | { kind: 'replay'; replay: Replay }
+  | { kind: 'new' };
+
+export interface KeyedRequest {
+  info: IdempotencyJobInfo;
+  redisKey: string;
+}
+
+/** Lua: delete the lock only if it is still ours (it may have expired and been retaken). */
+const RELEASE_LOCK = `
+local v = redis.call('GET', KEYS[1])
+if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+export class Idempotency {
+  constructor(private readonly deps: AppDeps) {}
+
+  describe(scope: Scope, key: string, method: string, path: string, body: unknown): KeyedRequest {
+    const hash = scopeHash(scope, key);
+    return {
+      info: {
+        scopeHash: hash,
+        key,
+        fingerprint: requestFingerprint(method, path, body),
+        expiresAt: this.deps.now() + this.deps.config.idempotencyTtlMs,
+      },
+      redisKey: redisKey(this.deps.config.queuePrefix, hash),
+    };
+  }
+
+  /** Before validation: is there a result to replay, or a request in flight? */
+  async lookup(req: KeyedRequest): Promise<Lookup> {
+    const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
+    if (entry?.s === 'done') return this.compare(req, entry.fp, { status: entry.status, body: entry.body });
+    if (entry?.s === 'lock') throw errors.idempotencyInFlight();
+    return this.lookupDurable(req);
+  }
+
+  /**
+   * Takes the in-flight lock. Returns its token; on a lost race, answers as
+   * `lookup` would for the winner (replay, reuse or 409).
+   */
+  async lock(req: KeyedRequest): Promise<{ token: string } | { replay: Replay }> {
+    const token = randomBytes(12).toString('hex');
+    const value = JSON.stringify({ s: 'lock', t: token });
+    const taken = await this.deps.redis.set(req.redisKey, value, 'PX', this.deps.config.idempotencyLockMs, 'NX');
+    if (taken === 'OK') return { token };
+    const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
+    if (entry?.s === 'done') {
+      const result = this.compare(req, entry.fp, { status: entry.status, body: entry.body });
+      if (result.kind === 'replay') return { replay: result.replay };
+    }
+    throw errors.idempotencyInFlight();
+  }
+
+  /** Frees the key for a retry (after a timeout or a failure to enqueue). */
+  async release(req: KeyedRequest, token: string): Promise<void> {
+    await this.deps.redis.eval(RELEASE_LOCK, 1, req.redisKey, token).catch(() => undefined);
+  }
+
+  /**
+   * The durable record: after a Redis restart or flush, or once a lock expired.
+   * Also used when a wait for a result times out, in case the result message was lost.
+   */
+  async lookupDurable(req: KeyedRequest): Promise<Lookup> {
+    const record = await this.deps.mongo.collections.idempotency.findOne({ _id: req.info.scopeHash });
+    if (!record || record.expires_at <= this.deps.now()) return { kind: 'new' };
+    if (record.state !== 'completed' || record.status === null || record.body === null) {
+      // Claimed by a job that has not finished: a retry re-enqueues under the same
+      // job id, which BullMQ deduplicates, and the worker finishes on the pinned object.
+      if (record.fingerprint !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+      return { kind: 'new' };
+    }
+    const replay = { status: record.status, body: record.body };
+    const ttl = record.expires_at - this.deps.now();
+    if (ttl > 0) {
+      await this.deps.redis
+        .set(req.redisKey, encodeDone(record.fingerprint, record.status, record.body), 'PX', ttl)
+        .catch(() => undefined);
+    }
+    return this.compare(req, record.fingerprint, replay);
+  }
+
+  private compare(req: KeyedRequest, recordedFingerprint: string, replay: Replay): Lookup {
+    if (recordedFingerprint !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+    return { kind: 'replay', replay };
+  }
+}

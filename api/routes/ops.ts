@@ -1,0 +1,71 @@
+import Router from '@koa/router';
+import { ERROR_CODES } from '../../common/errors.js';
+import type { AppDeps, State } from '../context.js';
+import { sendJson } from './shared.js';
+
+async function check(probe: () => Promise<unknown>, timeoutMs = 1500): Promise<'ok' | 'unavailable'> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      probe(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+      }),
+    ]);
+    return 'ok';
+  } catch {
+    return 'unavailable';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+/** The error reference that every `doc_url` points into. */
+export function errorsPage(): string {
+  const rows = Object.entries(ERROR_CODES)
+    .map(
+      ([code, info]) =>
+        `<tr id="${code}"><td><a href="#${code}"><code>${code}</code></a></td><td>${info.status}</td><td><code>${info.type}</code></td><td>${escapeHtml(info.description).replace(/`([^`]+)`/g, '<code>$1</code>')}</td></tr>`,
+    )
+    .join('\n');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Error codes</title>
+<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.4rem .6rem;text-align:left;vertical-align:top}tr:target{background:#fff6d5}</style>
+</head><body>
+<h1>Error codes</h1>
+<p>Every error answer has the body <code>{"error": {"type", "code", "message", "param"?, "request_id", "doc_url"}}</code>. <code>param</code> names the input at fault, when there is one. Quote <code>request_id</code> when you contact support.</p>
+<table><thead><tr><th>code</th><th>HTTP</th><th>type</th><th>meaning</th></tr></thead><tbody>
+${rows}
+</tbody></table></body></html>`;
+}
+
+/** Health, readiness and the error reference: no API key needed. */
+export function opsRouter(deps: AppDeps): Router<State> {
+  const router = new Router<State>();
+  const page = errorsPage();
+
+  router.get('/healthz', (ctx) => {
+    sendJson(ctx, JSON.stringify({ status: 'ok' }));
+  });
+
+  router.get('/readyz', async (ctx) => {
+    const [redis, mongodb] = await Promise.all([
+      check(() => deps.redis.ping()),
+      check(() => deps.mongo.db.command({ ping: 1 })),
+    ]);
+    const ready = redis === 'ok' && mongodb === 'ok';
+    if (!ready) ctx.set('Retry-After', '1');
+    sendJson(ctx, JSON.stringify({ status: ready ? 'ready' : 'unavailable', checks: { redis, mongodb } }), ready ? 200 : 503);
+  });
+
+  router.get('/docs/errors', (ctx) => {
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = page;
+  });
+
+  return router;
+}

@@ -1,0 +1,65 @@
+import Router from '@koa/router';
+import { errors } from '../../common/errors.js';
+import { isId } from '../../common/ids.js';
+import { JOBS, type CreateWebhookEndpointData, type WebhookEndpointInput } from '../../common/jobs.js';
+import { presentWebhookAttempt, presentWebhookEndpoint } from '../../common/presenters.js';
+import type { AppDeps, Ctx, State } from '../context.js';
+import { parseListQuery } from '../schemas/lists.js';
+import { parseWebhookEndpointCreate } from '../schemas/webhook-endpoints.js';
+import { handleCreate } from '../services/create.js';
+import { listPage } from '../services/lists.js';
+import { rejectQuery, sendJson, type Guards } from './shared.js';
+
+export function webhookEndpointsRouter(deps: AppDeps, guards: Guards): Router<State> {
+  const router = new Router<State>();
+  const url = '/v1/webhook_endpoints';
+  const endpoints = deps.mongo.collections.webhookEndpoints;
+
+  async function findEndpoint(ctx: Ctx) {
+    const id = ctx.params.id as string;
+    const key = ctx.state.key!;
+    const doc = isId('webhook_endpoint', id)
+      ? await endpoints.findOne({ _id: id, project: key.project, livemode: key.livemode }, { projection: { secret: 0 } })
+      : null;
+    if (!doc) throw errors.resourceMissing('webhook_endpoint', id, 'id');
+    return doc;
+  }
+
+  router.post(url, ...guards.write, async (ctx) => {
+    await handleCreate<WebhookEndpointInput, CreateWebhookEndpointData>(deps, ctx, {
+      jobName: JOBS.createWebhookEndpoint,
+      idKind: 'webhook_endpoint',
+      validate: (body) => parseWebhookEndpointCreate(body, { livemode: ctx.state.key!.livemode }),
+      jobData: (base, input) => ({ ...base, input }),
+    });
+  });
+
+  router.get(url, ...guards.read, async (ctx) => {
+    const query = parseListQuery(new URLSearchParams(ctx.querystring), { idKind: 'webhook_endpoint' });
+    const body = await listPage(endpoints, ctx.state.key!, query, {
+      url,
+      projection: { secret: 0 },
+      present: (doc) => JSON.stringify(presentWebhookEndpoint(doc, { withSecret: false })),
+    });
+    sendJson(ctx, body);
+  });
+
+  router.get(`${url}/:id`, ...guards.read, async (ctx) => {
+    rejectQuery(ctx);
+    const doc = await findEndpoint(ctx);
+    sendJson(ctx, JSON.stringify(presentWebhookEndpoint(doc, { withSecret: false })));
+  });
+
+  router.get(`${url}/:id/attempts`, ...guards.read, async (ctx) => {
+    const query = parseListQuery(new URLSearchParams(ctx.querystring), { idKind: 'attempt' });
+    const endpoint = await findEndpoint(ctx);
+    const body = await listPage(deps.mongo.collections.webhookAttempts, ctx.state.key!, query, {
+      url: `${url}/${endpoint._id}/attempts`,
+      filter: { endpoint_id: endpoint._id },
+      present: (doc) => JSON.stringify(presentWebhookAttempt(doc)),
+    });
+    sendJson(ctx, body);
+  });
+
+  return router;
+}

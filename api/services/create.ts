@@ -1,0 +1,110 @@
+import type { JobsOptions } from 'bullmq';
+import { errors } from '../../common/errors.js';
+import { idempotentJobId } from '../../common/idempotency.js';
+import type { IdKind } from '../../common/ids.js';
+import { QUEUES, type IdempotencyJobInfo } from '../../common/jobs.js';
+import { parseIdempotencyKey } from '../schemas/idempotency-key.js';
+import type { AppDeps, Ctx } from '../context.js';
+import { baseUrlOf } from '../middleware/errors.js';
+import { Idempotency, type KeyedRequest, type Replay } from '../middleware/idempotency.js';
+
+/** Every create job: retried on infrastructure faults until it completes. */
+export const CREATE_JOB_OPTIONS: JobsOptions = {
+  attempts: 1000,
+  backoff: { type: 'capped' },
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+export interface CreateSpec<Input, Data> {
+  jobName: string;
+  idKind: IdKind;
+  /** Throws an ApiError on bad input; runs only when there is nothing to replay. */
+  validate: (body: Record<string, unknown>) => Input;
+  jobData: (base: CreateBase, input: Input) => Data;
+}
+
+export interface CreateBase {
+  id: string;
+  project: string;
+  livemode: boolean;
+  created: number;
+  requestId: string;
+  baseUrl: string;
+  idempotency: IdempotencyJobInfo | null;
+}
+
+/**
+ * The create path: idempotency key → lookup → validate → lock → enqueue with the
+ * pre-generated id → wait for the worker's result → answer with its exact bytes.
+ */
+export async function handleCreate<Input, Data>(deps: AppDeps, ctx: Ctx, spec: CreateSpec<Input, Data>): Promise<void> {
+  const key = ctx.state.key!;
+  const body = ctx.state.body ?? {};
+  const idempotencyKey = parseIdempotencyKey(ctx.headers['idempotency-key']);
+  const idempotency = new Idempotency(deps);
+  let keyed: KeyedRequest | null = null;
+  if (idempotencyKey !== null) {
+    keyed = idempotency.describe(key, idempotencyKey, ctx.method, ctx.path, body);
+    const found = await idempotency.lookup(keyed);
+    if (found.kind === 'replay') return sendReplay(ctx, found.replay);
+  }
+
+  const input = spec.validate(body);
+
+  let token: string | null = null;
+  if (keyed) {
+    const locked = await idempotency.lock(keyed);
+    if ('replay' in locked) return sendReplay(ctx, locked.replay);
+    token = locked.token;
+  }
+
+  const id = deps.ids.next(spec.idKind);
+  const jobId = keyed ? idempotentJobId(keyed.info.scopeHash) : id;
+  const data = spec.jobData(
+    {
+      id,
+      project: key.project,
+      livemode: key.livemode,
+      created: Math.floor(deps.now() / 1000),
+      requestId: ctx.state.requestId,
+      baseUrl: baseUrlOf(deps, ctx),
+      idempotency: keyed ? keyed.info : null,
+    },
+    input,
+  );
+
+  const waiting = deps.results.register(jobId);
+  try {
+    await deps.queues[QUEUES.creates]!.add(spec.jobName, data, { ...CREATE_JOB_OPTIONS, jobId });
+  } catch (err) {
+    waiting.cancel();
+    if (keyed && token) await idempotency.release(keyed, token);
+    throw err;
+  }
+
+  const result = await waiting.result(deps.config.createTimeoutMs);
+  if (result) {
+    send(ctx, result.status, result.body);
+    return;
+  }
+  // No answer in time. The job goes on and records its result; free the key so a
+  // retry attaches to the same job (same job id) instead of getting 409.
+  if (keyed && token) {
+    const late = await idempotency.lookupDurable(keyed).catch(() => null);
+    await idempotency.release(keyed, token);
+    if (late?.kind === 'replay') return send(ctx, late.replay.status, late.replay.body);
+  }
+  throw errors.processingTimeout();
+}
+
+function send(ctx: Ctx, status: number, body: string): void {
+  ctx.status = status;
+  ctx.type = 'application/json';
+  ctx.body = body;
+}
+
+function sendReplay(ctx: Ctx, replay: Replay): void {
+  ctx.set('Idempotent-Replayed', 'true');
+  send(ctx, replay.status, replay.body);
+}

@@ -1,0 +1,55 @@
+import type { Collection, Filter } from 'mongodb';
+import { errors } from '../../common/errors.js';
+import type { Scope } from '../../common/jobs.js';
+import { listEnvelopeJson } from '../../common/presenters.js';
+
+export interface PageQuery {
+  limit: number;
+  startingAfter: string | null;
+  endingBefore: string | null;
+}
+
+interface Scoped {
+  _id: string;
+  project: string;
+  livemode: boolean;
+}
+
+/**
+ * One page of a collection, newest first, by `_id` (ids are time-ordered). A page
+ * is defined by the cursor object's id, never by an offset, so objects created while
+ * a client pages through neither shift nor repeat the pages it has not read yet.
+ * `present` returns each item's JSON, so stored JSON (events) is not parsed again.
+ */
+export async function listPage<T extends Scoped>(
+  collection: Collection<T>,
+  scope: Scope,
+  query: PageQuery,
+  options: { url: string; filter?: Filter<T>; present: (doc: T) => string; projection?: Record<string, 0> },
+): Promise<string> {
+  const base = { project: scope.project, livemode: scope.livemode, ...options.filter } as Filter<T>;
+  const cursorId = query.startingAfter ?? query.endingBefore;
+  if (cursorId !== null) {
+    const exists = await collection.findOne(
+      { _id: cursorId, project: scope.project, livemode: scope.livemode } as Filter<T>,
+      { projection: { _id: 1 } },
+    );
+    if (!exists) {
+      const param = query.startingAfter !== null ? 'starting_after' : 'ending_before';
+      throw errors.cursorMissing(param, cursorId);
+    }
+  }
+  const newerFirst = query.endingBefore === null;
+  const filter = { ...base } as Record<string, unknown>;
+  if (query.startingAfter !== null) filter._id = { $lt: query.startingAfter };
+  if (query.endingBefore !== null) filter._id = { $gt: query.endingBefore };
+  const docs = (await collection
+    .find(filter as Filter<T>, options.projection ? { projection: options.projection } : {})
+    .sort({ _id: newerFirst ? -1 : 1 })
+    .limit(query.limit + 1)
+    .toArray()) as unknown as T[];
+  const hasMore = docs.length > query.limit;
+  const page = docs.slice(0, query.limit);
+  if (!newerFirst) page.reverse();
+  return listEnvelopeJson(options.url, page.map(options.present), hasMore);
+}

@@ -1,0 +1,162 @@
+import Joi from 'joi';
+
+/** Every setting of the service, validated once at start-up. Nothing else reads `process.env`. */
+export interface Config {
+  port: number;
+  host: string;
+  /** Required by the separate api/worker entry points; `npm start` fills it in. */
+  redisUrl: string;
+  mongodbUrl: string;
+  mongodbDb: string;
+  /** Admin API and dashboard token; when unset both answer 404. */
+  adminToken: string | null;
+  workerConcurrency: number;
+  /** How long the api waits for a create job before answering 503 `processing_timeout`. */
+  createTimeoutMs: number;
+  defaultCurrency: string;
+  /** The operator catalog, in catalog order. */
+  operators: string[];
+  /** Per API key; 0 disables rate limiting. */
+  rateLimitPerSecond: number;
+  logLevel: string;
+  /** Prefix of every BullMQ key, so several deployments (or test files) can share one Redis. */
+  queuePrefix: string;
+  /** Lifetime of an idempotency key, from its first request (48 h). */
+  idempotencyTtlMs: number;
+  /** Lifetime of the Redis in-flight lock left behind by a crashed api process. */
+  idempotencyLockMs: number;
+  /** How often the worker deletes expired idempotency records. */
+  idempotencySweepMs: number;
+  /**
+   * How long a worker's lock on an active job lasts without renewal; after a worker
+   * dies, its jobs are recovered as stalled within about twice this.
+   */
+  jobLockMs: number;
+  /** Worker metrics listener; 0 disables it. */
+  metricsPort: number;
+  /** Public base URL used in `doc_url`; defaults to the request's own origin. */
+  publicBaseUrl: string | null;
+  webhooks: WebhookConfig;
+  /** How long an api process trusts a cached API key lookup; revocations are also pushed. */
+  apiKeyCacheMs: number;
+}
+
+/** Webhook delivery policy, as data (the worker's backoff strategy reads it). */
+export interface WebhookConfig {
+  /** Delays before each retry, in ms; the first attempt is immediate. */
+  retrySchedule: number[];
+  /** ±fraction applied to each delay. */
+  jitter: number;
+  timeoutMs: number;
+  /** Bounds applied to a receiver's `Retry-After` on 429/503. */
+  retryAfterMinMs: number;
+  retryAfterMaxMs: number;
+  /** An endpoint whose deliveries all failed for this long is disabled. */
+  disableAfterMs: number;
+  /** How often the sweeper re-dispatches events left undispatched by a crash. */
+  sweepIntervalMs: number;
+  /** An event older than this and still undispatched is picked up by the sweeper. */
+  sweepAgeMs: number;
+}
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+
+export const DEFAULT_OPERATORS = ['mtn_momo', 'orange_money', 'moov_money', 'wave', 'airtel_money', 'mpesa'];
+
+/** Stripe-like schedule: immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h. */
+export const DEFAULT_RETRY_SCHEDULE_MS = [
+  5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 14 * HOUR, 20 * HOUR, 24 * HOUR,
+];
+
+const msList = Joi.string().pattern(/^\d+(,\d+)*$/);
+
+const schema = Joi.object({
+  PORT: Joi.number().integer().min(0).max(65535).default(3000),
+  HOST: Joi.string().default('127.0.0.1'),
+  REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).required(),
+  MONGODB_URL: Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] }).required(),
+  MONGODB_DB: Joi.string().pattern(/^[A-Za-z0-9_-]{1,63}$/).default('payments'),
+  ADMIN_TOKEN: Joi.string().min(16).empty(''),
+  WORKER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(20),
+  CREATE_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(10_000),
+  DEFAULT_CURRENCY: Joi.string().pattern(/^[A-Za-z]{3}$/).default('usd'),
+  OPERATORS: Joi.string().pattern(/^[a-z0-9_]+(,[a-z0-9_]+)*$/).default(DEFAULT_OPERATORS.join(',')),
+  RATE_LIMIT_PER_SECOND: Joi.number().integer().min(0).default(500),
+  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+  QUEUE_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).default('payments'),
+  IDEMPOTENCY_TTL_MS: Joi.number().integer().min(1000).default(48 * HOUR),
+  IDEMPOTENCY_LOCK_MS: Joi.number().integer().min(1000).max(30_000).default(30_000),
+  IDEMPOTENCY_SWEEP_MS: Joi.number().integer().min(100).default(10 * MINUTE),
+  JOB_LOCK_MS: Joi.number().integer().min(1000).default(30_000),
+  METRICS_PORT: Joi.number().integer().min(0).max(65535).default(0),
+  PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).empty(''),
+  WEBHOOK_RETRY_SCHEDULE_MS: msList.default(DEFAULT_RETRY_SCHEDULE_MS.join(',')),
+  WEBHOOK_JITTER: Joi.number().min(0).max(1).default(0.2),
+  WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(10_000),
+  WEBHOOK_RETRY_AFTER_MIN_MS: Joi.number().integer().min(0).default(5 * SECOND),
+  WEBHOOK_RETRY_AFTER_MAX_MS: Joi.number().integer().min(0).default(24 * HOUR),
+  WEBHOOK_DISABLE_AFTER_MS: Joi.number().integer().min(1000).default(5 * 24 * HOUR),
+  WEBHOOK_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(30 * SECOND),
+  WEBHOOK_SWEEP_AGE_MS: Joi.number().integer().min(0).default(30 * SECOND),
+  API_KEY_CACHE_MS: Joi.number().integer().min(0).default(30 * SECOND),
+}).unknown(true);
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Reads and validates the environment, reporting every problem at once.
+ * `needRedis: false` is for the CLI, which only talks to MongoDB (and to Redis,
+ * when it is configured, to push key revocations).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { needRedis?: boolean } = {}): Config {
+  const needRedis = options.needRedis ?? true;
+  const effective = needRedis ? schema : schema.keys({ REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379') });
+  const { value, error } = effective.validate(env, { abortEarly: false, convert: true });
+  if (error) throw new ConfigError(error.details.map((d) => d.message));
+  const operators = (value.OPERATORS as string).split(',');
+  const problems: string[] = [];
+  if (new Set(operators).size !== operators.length) problems.push('"OPERATORS" must not repeat a name');
+  if (value.WEBHOOK_RETRY_AFTER_MIN_MS > value.WEBHOOK_RETRY_AFTER_MAX_MS) {
+    problems.push('"WEBHOOK_RETRY_AFTER_MIN_MS" must not exceed "WEBHOOK_RETRY_AFTER_MAX_MS"');
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return {
+    port: value.PORT,
+    host: value.HOST,
+    redisUrl: value.REDIS_URL,
+    mongodbUrl: value.MONGODB_URL,
+    mongodbDb: value.MONGODB_DB,
+    adminToken: value.ADMIN_TOKEN ?? null,
+    workerConcurrency: value.WORKER_CONCURRENCY,
+    createTimeoutMs: value.CREATE_TIMEOUT_MS,
+    defaultCurrency: (value.DEFAULT_CURRENCY as string).toLowerCase(),
+    operators,
+    rateLimitPerSecond: value.RATE_LIMIT_PER_SECOND,
+    logLevel: value.LOG_LEVEL,
+    queuePrefix: value.QUEUE_PREFIX,
+    idempotencyTtlMs: value.IDEMPOTENCY_TTL_MS,
+    idempotencyLockMs: value.IDEMPOTENCY_LOCK_MS,
+    idempotencySweepMs: value.IDEMPOTENCY_SWEEP_MS,
+    jobLockMs: value.JOB_LOCK_MS,
+    metricsPort: value.METRICS_PORT,
+    publicBaseUrl: value.PUBLIC_BASE_URL ? String(value.PUBLIC_BASE_URL).replace(/\/+$/, '') : null,
+    apiKeyCacheMs: value.API_KEY_CACHE_MS,
+    webhooks: {
+      retrySchedule: (value.WEBHOOK_RETRY_SCHEDULE_MS as string).split(',').map(Number),
+      jitter: value.WEBHOOK_JITTER,
+      timeoutMs: value.WEBHOOK_TIMEOUT_MS,
+      retryAfterMinMs: value.WEBHOOK_RETRY_AFTER_MIN_MS,
+      retryAfterMaxMs: value.WEBHOOK_RETRY_AFTER_MAX_MS,
+      disableAfterMs: value.WEBHOOK_DISABLE_AFTER_MS,
+      sweepIntervalMs: value.WEBHOOK_SWEEP_INTERVAL_MS,
+      sweepAgeMs: value.WEBHOOK_SWEEP_AGE_MS,
+    },
+  };
+}

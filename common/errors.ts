@@ -1,0 +1,153 @@
+/**
+ * The one error model of the service. Every answer that is not a success is an
+ * `ApiError`, rendered by one middleware into the envelope of DESIGN.md section 4.
+ */
+
+export type ErrorType = 'invalid_request_error' | 'idempotency_error' | 'api_error';
+
+interface CodeInfo {
+  status: number;
+  type: ErrorType;
+  description: string;
+}
+
+/** The complete list of codes the service answers with, and what each means. */
+export const ERROR_CODES = {
+  parameter_missing: { status: 400, type: 'invalid_request_error', description: 'A required parameter is missing.' },
+  parameter_invalid: { status: 400, type: 'invalid_request_error', description: 'A parameter has the wrong shape (for example a repeated query parameter, or a duplicated array item).' },
+  parameter_invalid_integer: { status: 400, type: 'invalid_request_error', description: 'A parameter must be an integer (within its range, for `limit`). Strings, floats and booleans are refused.' },
+  parameter_invalid_string: { status: 400, type: 'invalid_request_error', description: 'A parameter must be a string (within its length limit).' },
+  parameter_invalid_boolean: { status: 400, type: 'invalid_request_error', description: 'A parameter must be a boolean.' },
+  parameter_invalid_empty: { status: 400, type: 'invalid_request_error', description: 'An array or string parameter is empty where at least one item is needed.' },
+  parameter_out_of_range: { status: 400, type: 'invalid_request_error', description: 'A value is outside its allowed range (`expires_at`: between 60 seconds and 30 days from now).' },
+  parameter_unknown: { status: 400, type: 'invalid_request_error', description: 'The request has a body field or query parameter this endpoint does not accept.' },
+  parameter_conflict: { status: 400, type: 'invalid_request_error', description: 'Two parameters cannot be used together (for example `starting_after` with `ending_before`, or `automatic_operator: true` with a `selected_operator`).' },
+  invalid_json: { status: 400, type: 'invalid_request_error', description: 'The request body is not valid JSON, or is JSON but not an object.' },
+  url_invalid: { status: 400, type: 'invalid_request_error', description: 'The webhook URL is not an absolute http(s) URL of at most 2048 characters, has credentials, or (live mode) is not https or points at a local or private address.' },
+  currency_invalid: { status: 400, type: 'invalid_request_error', description: 'The currency is not an ISO 4217 code.' },
+  operator_invalid: { status: 400, type: 'invalid_request_error', description: 'An operator is not in the catalog, or `selected_operator` is not one of `allowed_operators`.' },
+  event_type_invalid: { status: 400, type: 'invalid_request_error', description: 'An event type in `enabled_events` (or a `type` filter) is not in the catalog.' },
+  amount_too_small: { status: 400, type: 'invalid_request_error', description: 'The amount is below 1 (in the smallest currency unit).' },
+  amount_too_large: { status: 400, type: 'invalid_request_error', description: 'The amount is above 999999999999.' },
+  metadata_invalid: { status: 400, type: 'invalid_request_error', description: 'Metadata must be an object of at most 50 keys; keys of 1 to 40 characters; values strings of at most 500 characters; no NUL characters.' },
+  idempotency_key_invalid: { status: 400, type: 'invalid_request_error', description: 'The `Idempotency-Key` header must be 1 to 255 printable ASCII characters.' },
+  idempotency_key_reused: { status: 400, type: 'idempotency_error', description: 'The idempotency key was already used for a different request (another method, path or body). Use a new key for a new request.' },
+  api_key_missing: { status: 401, type: 'invalid_request_error', description: 'No API key was given. Send `Authorization: Bearer sk_test_…`.' },
+  api_key_invalid: { status: 401, type: 'invalid_request_error', description: 'The API key is unknown or has been revoked.' },
+  resource_missing: { status: 404, type: 'invalid_request_error', description: 'No object with this id exists in the scope (project and mode) of the API key. As a list cursor, the answer is 400.' },
+  route_not_found: { status: 404, type: 'invalid_request_error', description: 'No route matches this path.' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error', description: 'The path exists but not with this method; the `Allow` header lists the methods it takes.' },
+  idempotency_in_flight: { status: 409, type: 'invalid_request_error', description: 'A request with this idempotency key is still being processed. Retry after a short wait with the same key.' },
+  body_too_large: { status: 413, type: 'invalid_request_error', description: 'The request body is larger than 64 KiB.' },
+  content_type_invalid: { status: 415, type: 'invalid_request_error', description: 'Request bodies must be sent with `Content-Type: application/json`.' },
+  rate_limit: { status: 429, type: 'invalid_request_error', description: 'Too many requests for this API key. Wait for the number of seconds in `Retry-After`.' },
+  internal_error: { status: 500, type: 'api_error', description: 'An unexpected error on our side. It has been logged with the request id.' },
+  service_unavailable: { status: 503, type: 'api_error', description: 'A dependency of the service is unavailable. Retry after `Retry-After` seconds; with an idempotency key a retry is safe.' },
+  processing_timeout: { status: 503, type: 'api_error', description: 'The request was accepted but did not finish in time. It goes on; retry with the same idempotency key to get its result.' },
+} as const satisfies Record<string, CodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The body of an error answer, without `request_id` and `doc_url` (added when rendered). */
+export interface ErrorDetail {
+  code: ErrorCode;
+  message: string;
+  param?: string;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  /** Headers to send with the error, e.g. `Retry-After` or `Allow`. */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly param?: string,
+    headers: Record<string, string> = {},
+    /** Only for a code whose status depends on where it arises (`resource_missing` as a cursor is 400). */
+    status?: number,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status ?? ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+    this.headers = headers;
+  }
+
+  detail(): ErrorDetail {
+    return this.param === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, param: this.param };
+  }
+
+  static fromDetail(detail: ErrorDetail): ApiError {
+    return new ApiError(detail.code, detail.message, detail.param);
+  }
+}
+
+/** Renders the error envelope exactly as the contract shows it, member order included. */
+export function errorBody(detail: ErrorDetail, requestId: string, baseUrl: string): string {
+  const info = ERROR_CODES[detail.code];
+  const error: Record<string, string> = { type: info.type, code: detail.code, message: detail.message };
+  if (detail.param !== undefined) error.param = detail.param;
+  error.request_id = requestId;
+  error.doc_url = `${baseUrl}/docs/errors#${detail.code}`;
+  return JSON.stringify({ error });
+}
+
+export const errors = {
+  parameterMissing: (param: string) => new ApiError('parameter_missing', `Missing required param: ${param}.`, param),
+  parameterUnknown: (param: string) => new ApiError('parameter_unknown', `Received unknown parameter: ${param}.`, param),
+  parameterInvalid: (param: string, why: string) => new ApiError('parameter_invalid', `Invalid ${param}: ${why}.`, param),
+  parameterConflict: (param: string, why: string) => new ApiError('parameter_conflict', why, param),
+  invalidJson: (why: string) => new ApiError('invalid_json', `Invalid request body: ${why}.`),
+  resourceMissing: (kind: string, id: string, param?: string) =>
+    new ApiError('resource_missing', `No such ${kind}: '${id}'.`, param),
+  /** A list cursor naming no object of the caller's scope: bad input, so 400. */
+  cursorMissing: (param: string, id: string) =>
+    new ApiError('resource_missing', `No such object: '${id}'.`, param, {}, 400),
+  routeNotFound: (method: string, path: string) =>
+    new ApiError('route_not_found', `Unrecognized request URL (${method}: ${path}).`),
+  methodNotAllowed: (method: string, allowed: string[]) =>
+    new ApiError('method_not_allowed', `The method ${method} is not allowed on this path; allowed: ${allowed.join(', ')}.`, undefined, {
+      Allow: allowed.join(', '),
+    }),
+  apiKeyMissing: () =>
+    new ApiError('api_key_missing', 'You did not provide an API key. Provide it in the Authorization header, as `Bearer sk_...`.'),
+  apiKeyInvalid: () => new ApiError('api_key_invalid', 'Invalid API key provided.'),
+  bodyTooLarge: (limit: number) => new ApiError('body_too_large', `The request body is larger than ${limit} bytes.`),
+  contentTypeInvalid: () =>
+    new ApiError('content_type_invalid', 'Request bodies must be JSON, sent with `Content-Type: application/json`.'),
+  idempotencyKeyInvalid: () =>
+    new ApiError('idempotency_key_invalid', 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.'),
+  idempotencyKeyReused: () =>
+    new ApiError(
+      'idempotency_key_reused',
+      'Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than the one used in the original request.',
+    ),
+  idempotencyInFlight: () =>
+    new ApiError(
+      'idempotency_in_flight',
+      'A request with this idempotency key is still being processed. Retry shortly with the same key.',
+      undefined,
+      { 'Retry-After': '1' },
+    ),
+  rateLimit: (retryAfterSeconds: number) =>
+    new ApiError('rate_limit', 'Too many requests hit the API too quickly for this API key.', undefined, {
+      'Retry-After': String(retryAfterSeconds),
+    }),
+  serviceUnavailable: () =>
+    new ApiError('service_unavailable', 'The service is temporarily unavailable. Please retry shortly.', undefined, {
+      'Retry-After': '1',
+    }),
+  processingTimeout: () =>
+    new ApiError(
+      'processing_timeout',
+      'The request did not finish in time; it is still being processed. Retry with the same Idempotency-Key to get its result.',
+      undefined,
+      { 'Retry-After': '1' },
+    ),
+  internal: () => new ApiError('internal_error', 'An unexpected error occurred. It has been logged; please contact support with the request id.'),
+};

@@ -1,0 +1,59 @@
+/**
+ * Pieces of the idempotency protocol shared by the api (lock, replay) and the worker
+ * (durable record, cache of the result). The protocol itself is described in
+ * api/middleware/idempotency.ts.
+ */
+import { createHash } from 'node:crypto';
+import type { Scope } from './jobs.js';
+
+/** `_id` of the durable record and basis of the job id: one per (project, livemode, key). */
+export function scopeHash(scope: Scope, key: string): string {
+  return createHash('sha256')
+    .update(`${scope.project}\n${scope.livemode ? 'live' : 'test'}\n${key}`)
+    .digest('hex');
+}
+
+/** BullMQ job ids may not contain `:`; hex and `-` are safe. */
+export function idempotentJobId(hash: string): string {
+  return `idem-${hash}`;
+}
+
+/**
+ * JSON with object keys sorted at every level, so that key order and white space do
+ * not make two identical requests look different.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+}
+
+/** "The same request": same method, same path, same JSON value. */
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`).digest('hex');
+}
+
+export function redisKey(prefix: string, hash: string): string {
+  return `${prefix}:idem:${hash}`;
+}
+
+/** What Redis holds under `redisKey`: an in-flight lock, or a cached completed result. */
+export type CachedEntry =
+  | { s: 'lock'; t: string }
+  | { s: 'done'; fp: string; status: number; body: string };
+
+export function encodeDone(fingerprint: string, status: number, body: string): string {
+  return JSON.stringify({ s: 'done', fp: fingerprint, status, body } satisfies CachedEntry);
+}
+
+export function decodeEntry(raw: string | null): CachedEntry | null {
+  if (raw === null) return null;
+  try {
+    const parsed = JSON.parse(raw) as CachedEntry;
+    return parsed && (parsed.s === 'lock' || parsed.s === 'done') ? parsed : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * Presenters turn storage documents into the public JSON shapes. They decide what
+ * leaves the service: storage-only fields never do, and secrets only where asked.
+ */
+import { fromPairs } from './metadata.js';
+import type { ApiKeyDoc, EventDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './mongo.js';
+
+/** `client_secret` only in the create response (and its idempotent replays). */
+export function presentPaymentIntent(doc: PaymentIntentDoc, options: { withSecret: boolean }) {
+  return {
+    id: doc._id,
+    object: 'payment_intent' as const,
+    amount: doc.amount,
+    currency: doc.currency,
+    description: doc.description,
+    status: doc.status,
+    ...(options.withSecret ? { client_secret: doc.client_secret } : {}),
+    automatic_operator: doc.automatic_operator,
+    allowed_operators: doc.allowed_operators,
+    selected_operator: doc.selected_operator,
+    next_action: null,
+    metadata: fromPairs(doc.metadata),
+    livemode: doc.livemode,
+    created: doc.created,
+    expires_at: doc.expires_at,
+  };
+}
+
+/** `secret` only in the create response (and its idempotent replays). */
+export function presentWebhookEndpoint(doc: WebhookEndpointDoc, options: { withSecret: boolean }) {
+  return {
+    id: doc._id,
+    object: 'webhook_endpoint' as const,
+    url: doc.url,
+    enabled_events: doc.enabled_events,
+    description: doc.description,
+    metadata: fromPairs(doc.metadata),
+    status: doc.status,
+    livemode: doc.livemode,
+    created: doc.created,
+    ...(options.withSecret ? { secret: doc.secret } : {}),
+  };
+}
+
+/** The event body, as stored: it is the exact JSON that webhooks deliver. */
+export function eventJson(doc: Pick<EventDoc, 'json'>): string {
+  return doc.json;
+}
+
+export function buildEventJson(event: {
+  id: string;
+  type: string;
+  created: number;
+  livemode: boolean;
+  object: unknown;
+}): string {
+  return JSON.stringify({
+    id: event.id,
+    object: 'event',
+    type: event.type,
+    created: event.created,
+    livemode: event.livemode,
+    data: { object: event.object },
+  });
+}
+
+export function presentApiKey(doc: ApiKeyDoc, secret?: string) {
+  return {
+    id: doc._id,
+    object: 'api_key' as const,
+    project: doc.project,
+    livemode: doc.livemode,
+    created: doc.created,
+    last4: doc.last4,
+    revoked_at: doc.revoked_at,
+    ...(secret === undefined ? {} : { secret }),
+  };
+}
+
+export function presentWebhookAttempt(doc: WebhookAttemptDoc) {
+  return {
+    id: doc._id,
+    object: 'webhook_attempt' as const,
+    webhook_endpoint: doc.endpoint_id,
+    event: doc.event_id,
+    attempt: doc.attempt,
+    created: doc.created,
+    duration_ms: doc.duration_ms,
+    succeeded: doc.succeeded,
+    http_status: doc.http_status,
+    error: doc.error,
+    response_body: doc.response_body,
+    livemode: doc.livemode,
+  };
+}
+
+/** The list envelope, assembled from the JSON of each item. */
+export function listEnvelopeJson(url: string, items: string[], hasMore: boolean): string {
+  return `{"object":"list","url":${JSON.stringify(url)},"has_more":${hasMore},"data":[${items.join(',')}]}`;
+}

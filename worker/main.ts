@@ -1,0 +1,119 @@
+/**
+ * Worker process: creates, housekeeping, event dispatch and webhook delivery.
+ * Any number of these run side by side against the same Redis and MongoDB.
+ */
+import { Queue, Worker, type Job } from 'bullmq';
+import { loadConfig, type Config } from '../common/config.js';
+import { JOBS, QUEUES } from '../common/jobs.js';
+import { createLogger, type Logger } from '../common/logger.js';
+import { connectMongo, type Mongo } from '../common/mongo.js';
+import { createRedis } from '../common/redis.js';
+import { createPaymentIntent } from './processors/create-payment-intent.js';
+import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
+import { sweepIdempotency } from './processors/sweep-idempotency.js';
+
+/** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s. */
+export function cappedBackoff(attemptsMade: number): number {
+  return Math.min(250 * 2 ** Math.max(0, attemptsMade - 1), 10_000);
+}
+
+export interface Running {
+  close(): Promise<void>;
+}
+
+export async function startWorker(config: Config, logger: Logger, mongo: Mongo): Promise<Running> {
+  const prefix = config.queuePrefix;
+  const redis = createRedis(config.redisUrl, 'blocking', 'worker');
+  const workerConnection = createRedis(config.redisUrl, 'blocking', 'worker-bullmq');
+  const eventsQueue = new Queue(QUEUES.events, { connection: redis, prefix });
+  const maintenanceQueue = new Queue(QUEUES.maintenance, { connection: redis, prefix });
+  const deps = { collections: mongo.collections, redis, prefix, now: Date.now };
+  const common = {
+    connection: workerConnection,
+    prefix,
+    lockDuration: config.jobLockMs,
+    stalledInterval: config.jobLockMs,
+    maxStalledCount: 1000,
+    settings: { backoffStrategy: cappedBackoff },
+  };
+
+  const creates = new Worker(
+    QUEUES.creates,
+    async (job: Job) => {
+      switch (job.name) {
+        case JOBS.createPaymentIntent:
+          return createPaymentIntent({ ...deps, eventsQueue }, job);
+        case JOBS.createWebhookEndpoint:
+          return createWebhookEndpoint(deps, job);
+        default:
+          throw new Error(`unknown create job ${job.name}`);
+      }
+    },
+    { ...common, concurrency: config.workerConcurrency },
+  );
+
+  const maintenance = new Worker(
+    QUEUES.maintenance,
+    async (job: Job) => {
+      if (job.name === JOBS.sweepIdempotency) return sweepIdempotency(mongo.collections, Date.now());
+      throw new Error(`unknown maintenance job ${job.name}`);
+    },
+    { ...common, concurrency: 1 },
+  );
+  await maintenanceQueue.upsertJobScheduler(
+    'idempotency-sweep',
+    { every: config.idempotencySweepMs },
+    { name: JOBS.sweepIdempotency, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+  );
+
+  const workers = [creates, maintenance];
+  for (const w of workers) {
+    w.on('failed', (job, err) => logger.warn({ queue: w.name, job: job?.name, job_id: job?.id, err: err.message }, 'job attempt failed'));
+    w.on('error', (err) => logger.warn({ queue: w.name, err: err.message }, 'worker error'));
+  }
+  logger.info({ concurrency: config.workerConcurrency }, 'worker started');
+
+  return {
+    async close() {
+      // Let active jobs finish, then close the queues and connections; each step on its own.
+      const steps: Array<[string, () => Promise<unknown>]> = [
+        ...workers.map((w): [string, () => Promise<unknown>] => [`worker ${w.name}`, () => w.close()]),
+        ['events queue', () => eventsQueue.close()],
+        ['maintenance queue', () => maintenanceQueue.close()],
+        ['redis', () => redis.quit()],
+        ['redis (bullmq)', () => workerConnection.quit()],
+      ];
+      for (const [name, step] of steps) {
+        try {
+          await step();
+        } catch (err) {
+          logger.warn({ step: name, err: (err as Error).message }, 'shutdown step failed');
+        }
+      }
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, 'worker');
+  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-worker');
+  const running = await startWorker(config, logger, mongo);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'worker stopping: finishing active jobs');
+    await running.close();
+    await mongo.client.close().catch(() => undefined);
+    logger.info('worker stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`worker failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
