@@ -1,0 +1,123 @@
+import { isIP } from 'node:net';
+
+import Joi from 'joi';
+
+import { ApiError } from '../../common/errors.js';
+import type { WebhookEndpointInput } from '../../common/jobs.js';
+import { isForbiddenAddress } from '../../common/net.js';
+import {
+  checkField,
+  codePointLength,
+  describeValue,
+  fieldOf,
+  parseDescription,
+  parseMetadata,
+  rejectUnknownFields,
+} from './validate.js';
+
+/** The event catalog; `*` in `enabled_events` subscribes to all of it. */
+export const EVENT_TYPES = ['payment_intent.created'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+export const ALL_EVENTS = '*';
+
+export const URL_MAX_LENGTH = 2048;
+
+const FIELDS = ['url', 'enabled_events', 'description', 'metadata'] as const;
+
+const urlSchema = Joi.string().allow('').required();
+
+export function isEventType(value: string): value is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(value);
+}
+
+function urlInvalid(why: string): ApiError {
+  return new ApiError('url_invalid', `Invalid url: ${why}.`, 'url');
+}
+
+/** True for `localhost`, `*.localhost` (RFC 6761), with or without the root dot. */
+function isLocalhostName(hostname: string): boolean {
+  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
+function parseUrl(value: unknown, livemode: boolean): string {
+  const url = checkField(urlSchema, value, 'url');
+  if (url === '') throw urlInvalid('it must not be empty');
+  if (codePointLength(url) > URL_MAX_LENGTH) throw urlInvalid(`it must be at most ${URL_MAX_LENGTH} characters long`);
+  // The URL is stored as given, so it must mean the same thing to every parser:
+  // WHATWG URL would silently drop surrounding spaces and inner tabs or newlines,
+  // and accept `http:example.com` without the slashes.
+  if (/[\u0000-\u0020\u007f]/.test(url)) throw urlInvalid('it must not contain spaces or control characters');
+  if (!/^https?:\/\//i.test(url)) throw urlInvalid('it must be an absolute http:// or https:// URL');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw urlInvalid(`${describeValue(url)} is not a valid URL`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw urlInvalid('it must be an absolute http:// or https:// URL');
+  }
+  if (parsed.username !== '' || parsed.password !== '') throw urlInvalid('it must not contain a user name or password');
+  if (!livemode) return url;
+  if (parsed.protocol !== 'https:') throw urlInvalid('in live mode it must use https');
+  // WHATWG URL has already normalised IPv4 literals (`http://2130706433/` is 127.0.0.1).
+  const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
+  if (isLocalhostName(host)) throw urlInvalid('in live mode it must not point at localhost');
+  if (isIP(host) !== 0 && isForbiddenAddress(host)) {
+    throw urlInvalid('in live mode it must not point at a loopback, private, link-local or multicast address');
+  }
+  return url;
+}
+
+function parseEnabledEvents(value: unknown): string[] {
+  if (value === undefined) return [ALL_EVENTS];
+  if (!Array.isArray(value)) {
+    throw new ApiError(
+      'parameter_invalid',
+      `Invalid array: ${describeValue(value)}. The enabled_events parameter must be an array of event types.`,
+      'enabled_events',
+    );
+  }
+  if (value.length === 0) {
+    throw new ApiError(
+      'parameter_invalid_empty',
+      'Invalid enabled_events: the array must name at least one event type, or "*" for all. Omit it to receive all events.',
+      'enabled_events',
+    );
+  }
+  const seen = new Set<string>();
+  value.forEach((item: unknown, i) => {
+    const param = `enabled_events[${i}]`;
+    if (typeof item !== 'string') {
+      throw new ApiError('parameter_invalid_string', `Invalid string: ${describeValue(item)}. Event types are strings.`, param);
+    }
+    if (item !== ALL_EVENTS && !isEventType(item)) {
+      throw new ApiError(
+        'event_type_invalid',
+        `Invalid ${param}: ${describeValue(item)} is not an event type. Known types: ${EVENT_TYPES.join(', ')}, or "*" for all.`,
+        param,
+      );
+    }
+    if (seen.has(item)) {
+      throw new ApiError('parameter_invalid', `Invalid ${param}: ${describeValue(item)} is listed twice.`, param);
+    }
+    seen.add(item);
+  });
+  return [...seen];
+}
+
+/**
+ * Validates a create body (already a plain JSON object) and fills in the defaults.
+ * In live mode the URL must be https and must not name localhost or a local or
+ * private IP literal; names are not resolved here (delivery checks the address it
+ * connects to).
+ */
+export function parseWebhookEndpointCreate(body: Record<string, unknown>, ctx: { livemode: boolean }): WebhookEndpointInput {
+  rejectUnknownFields(body, FIELDS);
+  const url = parseUrl(fieldOf(body, 'url'), ctx.livemode);
+  const enabledEvents = parseEnabledEvents(fieldOf(body, 'enabled_events'));
+  const description = parseDescription(fieldOf(body, 'description'));
+  const metadata = parseMetadata(fieldOf(body, 'metadata'));
+  return { url, enabled_events: enabledEvents, description, metadata };
+}
