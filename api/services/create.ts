@@ -76,7 +76,10 @@ export async function handleCreate<Input, Data>(deps: AppDeps, ctx: Ctx, spec: C
 
   const waiting = deps.results.register(jobId);
   try {
-    await deps.queues[QUEUES.creates]!.add(spec.jobName, data, { ...CREATE_JOB_OPTIONS, jobId });
+    // A keyed job is removed once it completes: the durable record answers from then
+    // on, and a completed job left in Redis would swallow the next use of an expired key.
+    const options = keyed ? { ...CREATE_JOB_OPTIONS, jobId, removeOnComplete: true } : { ...CREATE_JOB_OPTIONS, jobId };
+    await deps.queues[QUEUES.creates]!.add(spec.jobName, data, options);
   } catch (err) {
     waiting.cancel();
     if (keyed && token) await idempotency.release(keyed, token);

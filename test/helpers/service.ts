@@ -1,0 +1,246 @@
+/**
+ * Black-box harness: starts the real api and worker processes (compiled, from
+ * dist/) against the test stack's Redis and FerretDB, each test file in its own
+ * database and BullMQ prefix, and speaks HTTP to them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MongoClient, type Db } from 'mongodb';
+import { Redis } from 'ioredis';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+export function stackUrls(): { redisUrl: string; mongoUrl: string } {
+  const redisUrl = process.env.REDIS_URL;
+  const mongoUrl = process.env.MONGODB_URL;
+  if (!redisUrl || !mongoUrl) throw new Error('REDIS_URL and MONGODB_URL must be set: run the tests with `npm test`');
+  return { redisUrl, mongoUrl };
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${randomBytes(5).toString('hex')}`;
+}
+
+/** A running child process with its output kept for assertions. */
+export class Proc {
+  readonly output: string[] = [];
+  readonly exited: Promise<number | null>;
+  private exitCode: number | null | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
+    const collect = (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n')) if (line) this.output.push(line);
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    this.exited = new Promise((resolve) => {
+      child.on('exit', (code) => {
+        this.exitCode = code;
+        resolve(code);
+      });
+    });
+  }
+
+  get running(): boolean {
+    return this.exitCode === undefined;
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): void {
+    if (this.running) this.child.kill(signal);
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000): Promise<number | null> {
+    this.kill(signal);
+    const timer = setTimeout(() => this.kill('SIGKILL'), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Waits until a line of output matches. */
+  async waitFor(pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+    const started = Date.now();
+    let seen = 0;
+    for (;;) {
+      for (; seen < this.output.length; seen++) {
+        const line = this.output[seen] as string;
+        if (pattern.test(line)) return line;
+      }
+      if (!this.running) throw new Error(`${this.name} exited before printing ${pattern}:\n${this.output.slice(-20).join('\n')}`);
+      if (Date.now() - started > timeoutMs) throw new Error(`${this.name} did not print ${pattern} within ${timeoutMs} ms:\n${this.output.slice(-20).join('\n')}`);
+      await sleep(25);
+    }
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export interface ServiceOptions {
+  workers?: number;
+  /** Extra environment for every process (e.g. CREATE_TIMEOUT_MS). */
+  env?: Record<string, string>;
+  /** Override the Redis of the stack (a test's own restartable server). */
+  redisUrl?: string;
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: T;
+}
+
+/** The service under test: one api process (restartable), N worker processes. */
+export class Service {
+  readonly env: Record<string, string>;
+  readonly baseUrl: string;
+  readonly adminToken: string;
+  readonly dbName: string;
+  readonly prefix: string;
+  api!: Proc;
+  readonly workers: Proc[] = [];
+  private readonly retired: Proc[] = [];
+  private mongoClient: MongoClient | null = null;
+
+  private constructor(
+    readonly port: number,
+    options: ServiceOptions,
+  ) {
+    const { redisUrl, mongoUrl } = stackUrls();
+    this.adminToken = randomBytes(16).toString('hex');
+    this.dbName = uniqueName('t');
+    this.prefix = uniqueName('q');
+    this.baseUrl = `http://127.0.0.1:${port}`;
+    this.env = {
+      REDIS_URL: options.redisUrl ?? redisUrl,
+      MONGODB_URL: mongoUrl,
+      MONGODB_DB: this.dbName,
+      QUEUE_PREFIX: this.prefix,
+      ADMIN_TOKEN: this.adminToken,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      RATE_LIMIT_PER_SECOND: '0',
+      JOB_LOCK_MS: '3000',
+      ...options.env,
+    };
+  }
+
+  static async start(options: ServiceOptions = {}): Promise<Service> {
+    const service = new Service(await freePort(), options);
+    const workers = options.workers ?? 1;
+    await Promise.all([service.startApi(), ...Array.from({ length: workers }, () => service.startWorker())]);
+    return service;
+  }
+
+  private spawn(name: string, entry: string, extraEnv: Record<string, string> = {}): Proc {
+    const child = spawn(process.execPath, [path.join(root, 'dist', entry)], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', ...this.env, ...extraEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return new Proc(name, child);
+  }
+
+  async startApi(extraEnv: Record<string, string> = {}): Promise<Proc> {
+    if (this.api) this.retired.push(this.api);
+    this.api = this.spawn('api', 'api/main.js', extraEnv);
+    await this.api.waitFor(/api listening/);
+    return this.api;
+  }
+
+  async startWorker(extraEnv: Record<string, string> = {}): Promise<Proc> {
+    const worker = this.spawn(`worker${this.workers.length}`, 'worker/main.js', extraEnv);
+    this.workers.push(worker);
+    await worker.waitFor(/worker started/);
+    return worker;
+  }
+
+  /** A second api process on its own port, sharing everything else (unless `env` overrides it). */
+  async startExtraApi(env: Record<string, string> = {}): Promise<{ proc: Proc; baseUrl: string }> {
+    const port = await freePort();
+    const proc = this.spawn('api-extra', 'api/main.js', { ...env, PORT: String(port) });
+    this.retired.push(proc);
+    await proc.waitFor(/api listening/);
+    return { proc, baseUrl: `http://127.0.0.1:${port}` };
+  }
+
+  /** Every log line written so far by every process. */
+  logs(): string[] {
+    return [...this.retired, this.api, ...this.workers].flatMap((p) => p.output);
+  }
+
+  async db(): Promise<Db> {
+    if (!this.mongoClient) {
+      this.mongoClient = new MongoClient(stackUrls().mongoUrl);
+      await this.mongoClient.connect();
+    }
+    return this.mongoClient.db(this.dbName);
+  }
+
+  redis(): Redis {
+    return new Redis(this.env.REDIS_URL as string, { maxRetriesPerRequest: 1 });
+  }
+
+  async request<T = any>(
+    method: string,
+    urlPath: string,
+    options: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; baseUrl?: string } = {},
+  ): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.key) headers.Authorization = `Bearer ${options.key}`;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['Content-Type'] ??= 'application/json';
+    }
+    const res = await fetch((options.baseUrl ?? this.baseUrl) + urlPath, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, body: parsed as T };
+  }
+
+  /** Issues an API key through the admin API. */
+  async issueKey(project = 'acme', livemode = false): Promise<string> {
+    const res = await this.request('POST', '/admin/v1/api_keys', {
+      headers: { Authorization: `Bearer ${this.adminToken}` },
+      body: { project, livemode },
+    });
+    if (res.status !== 200) throw new Error(`issuing a key failed: ${res.status} ${res.text}`);
+    return res.body.secret as string;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.api, ...this.retired, ...this.workers].filter((p) => p?.running).map((p) => p.stop('SIGTERM', 10_000)));
+    if (this.mongoClient) {
+      await this.mongoClient.db(this.dbName).dropDatabase().catch(() => undefined);
+      await this.mongoClient.close();
+    }
+  }
+}
