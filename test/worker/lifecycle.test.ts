@@ -1,0 +1,77 @@
+/**
+ * Worker availability: with no worker the api answers 503 processing_timeout and
+ * the create is not lost; a worker stopped with SIGTERM finishes its active jobs.
+ */
+import test from 'ava';
+import { Queue } from 'bullmq';
+import { QUEUES } from '../../common/jobs.js';
+import { Service, sleep } from '../helpers/service.js';
+
+test('with no worker: 503 processing_timeout; once a worker runs, the object exists exactly once', async (t) => {
+  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '800' } });
+  t.teardown(() => service.stop());
+  const key = await service.issueKey('no-worker');
+
+  const keyed = await service.request('POST', '/v1/payment_intents', {
+    key, body: { amount: 7 }, headers: { 'Idempotency-Key': 'wait-for-me' },
+  });
+  t.is(keyed.status, 503, keyed.text);
+  t.is(keyed.body.error.code, 'processing_timeout');
+  t.is(keyed.body.error.type, 'api_error');
+  t.is(keyed.headers.get('retry-after'), '1');
+  const unkeyed = await service.request('POST', '/v1/payment_intents', { key, body: { amount: 8 } });
+  t.is(unkeyed.status, 503);
+
+  // The retry while no worker runs waits on the same job, and times out again.
+  const again = await service.request('POST', '/v1/payment_intents', {
+    key, body: { amount: 7 }, headers: { 'Idempotency-Key': 'wait-for-me' },
+  });
+  t.is(again.status, 503, again.text);
+
+  await service.startWorker();
+  const db = await service.db();
+  const deadline = Date.now() + 15_000;
+  while ((await db.collection('payment_intents').countDocuments({ project: 'no-worker' })) < 2 && Date.now() < deadline) await sleep(100);
+
+  const retried = await service.request('POST', '/v1/payment_intents', {
+    key, body: { amount: 7 }, headers: { 'Idempotency-Key': 'wait-for-me' },
+  });
+  t.is(retried.status, 200, retried.text);
+  t.is(retried.headers.get('idempotent-replayed'), 'true');
+  t.is(await db.collection('payment_intents').countDocuments({ project: 'no-worker', amount: 7 }), 1);
+  t.is(await db.collection('payment_intents').countDocuments({ project: 'no-worker', amount: 8 }), 1);
+  t.is(await db.collection('payment_intents').countDocuments({ project: 'no-worker' }), 2);
+});
+
+test('SIGTERM to a worker with jobs in flight: it finishes them and exits 0; nothing is lost or duplicated', async (t) => {
+  const service = await Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '20000', WORKER_CONCURRENCY: '10' } });
+  t.teardown(() => service.stop());
+  const key = await service.issueKey('sigterm-worker');
+  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  t.teardown(() => queue.close());
+
+  const first = service.workers[0]!;
+  const total = 150;
+  const responses = Promise.all(
+    Array.from({ length: total }, (_, i) =>
+      service.request('POST', '/v1/payment_intents', { key, body: { amount: i + 1 }, headers: { 'Idempotency-Key': `k-${i}` } }),
+    ),
+  );
+  // Stop the first worker while it has active jobs; a second one takes the rest.
+  const deadline = Date.now() + 10_000;
+  while ((await queue.getActiveCount()) === 0 && Date.now() < deadline) await sleep(5);
+  t.true((await queue.getActiveCount()) > 0, 'jobs were active when SIGTERM was sent');
+  const replacement = service.startWorker();
+  const exitCode = await first.stop('SIGTERM');
+  t.is(exitCode, 0);
+  t.true(first.output.some((line) => line.includes('finishing active jobs')));
+  await replacement;
+
+  const results = await responses;
+  t.deepEqual(results.filter((r) => r.status !== 200).map((r) => r.text), []);
+  const ids = new Set(results.map((r) => r.body.id));
+  t.is(ids.size, total);
+  const db = await service.db();
+  t.is(await db.collection('payment_intents').countDocuments({ project: 'sigterm-worker' }), total);
+  t.is(await queue.getFailedCount(), 0);
+});
