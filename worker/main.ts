@@ -10,7 +10,14 @@ import { connectMongo, type Mongo } from '../common/mongo.js';
 import { createRedis } from '../common/redis.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
+import { dispatchEvent } from './processors/dispatch-event.js';
+import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
+import { deliverWebhook } from './webhooks/deliver.js';
+import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
+
+/** Deliveries in flight per worker process: a receiver that hangs holds one slot until the timeout. */
+const WEBHOOK_CONCURRENCY = 50;
 
 /** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s. */
 export function cappedBackoff(attemptsMade: number): number {
@@ -25,16 +32,27 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
   const prefix = config.queuePrefix;
   const redis = createRedis(config.redisUrl, 'blocking', 'worker');
   const workerConnection = createRedis(config.redisUrl, 'blocking', 'worker-bullmq');
-  const eventsQueue = new Queue(QUEUES.events, { connection: redis, prefix });
+  // Dispatch jobs retry infrastructure faults for a while, then the sweeper takes over;
+  // a completed one is removed so the sweeper can add its id again.
+  const eventsQueue = new Queue(QUEUES.events, {
+    connection: redis,
+    prefix,
+    defaultJobOptions: { attempts: 20, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: 1000 },
+  });
+  const webhooksQueue = new Queue(QUEUES.webhooks, { connection: redis, prefix });
   const maintenanceQueue = new Queue(QUEUES.maintenance, { connection: redis, prefix });
   const deps = { collections: mongo.collections, redis, prefix, now: Date.now };
+  const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {
     connection: workerConnection,
     prefix,
     lockDuration: config.jobLockMs,
     stalledInterval: config.jobLockMs,
     maxStalledCount: 1000,
-    settings: { backoffStrategy: cappedBackoff },
+    settings: {
+      backoffStrategy: (attemptsMade: number, type?: string, err?: Error) =>
+        type === WEBHOOK_BACKOFF ? deliveryBackoff(attemptsMade, err) : cappedBackoff(attemptsMade),
+    },
   };
 
   const creates = new Worker(
@@ -56,6 +74,9 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
     QUEUES.maintenance,
     async (job: Job) => {
       if (job.name === JOBS.sweepIdempotency) return sweepIdempotency(mongo.collections, Date.now());
+      if (job.name === JOBS.sweepEvents) {
+        return sweepEvents({ collections: mongo.collections, eventsQueue }, { nowMs: Date.now(), ageMs: config.webhooks.sweepAgeMs });
+      }
       throw new Error(`unknown maintenance job ${job.name}`);
     },
     { ...common, concurrency: 1 },
@@ -65,11 +86,35 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
     { every: config.idempotencySweepMs },
     { name: JOBS.sweepIdempotency, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
   );
+  await maintenanceQueue.upsertJobScheduler(
+    'events-sweep',
+    { every: config.webhooks.sweepIntervalMs },
+    { name: JOBS.sweepEvents, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+  );
 
-  const workers = [creates, maintenance];
+  const events = new Worker(
+    QUEUES.events,
+    async (job: Job) => {
+      if (job.name === JOBS.dispatchEvent) return dispatchEvent({ collections: mongo.collections, webhooksQueue, config: config.webhooks }, job);
+      throw new Error(`unknown events job ${job.name}`);
+    },
+    { ...common, concurrency: config.workerConcurrency },
+  );
+
+  const webhooks = new Worker(
+    QUEUES.webhooks,
+    async (job: Job) => {
+      if (job.name === JOBS.deliverWebhook) return deliverWebhook({ collections: mongo.collections, config: config.webhooks, logger, now: Date.now }, job);
+      throw new Error(`unknown webhooks job ${job.name}`);
+    },
+    { ...common, concurrency: WEBHOOK_CONCURRENCY },
+  );
+
+  const workers = [creates, maintenance, events, webhooks];
   for (const w of workers) {
     w.on('failed', (job, err) => logger.warn({ queue: w.name, job: job?.name, job_id: job?.id, err: err.message }, 'job attempt failed'));
     w.on('error', (err) => logger.warn({ queue: w.name, err: err.message }, 'worker error'));
+    w.on('stalled', (jobId) => logger.warn({ queue: w.name, job_id: jobId }, 'job stalled: recovered for retry'));
   }
   logger.info({ concurrency: config.workerConcurrency }, 'worker started');
 
@@ -79,6 +124,7 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
       const steps: Array<[string, () => Promise<unknown>]> = [
         ...workers.map((w): [string, () => Promise<unknown>] => [`worker ${w.name}`, () => w.close()]),
         ['events queue', () => eventsQueue.close()],
+        ['webhooks queue', () => webhooksQueue.close()],
         ['maintenance queue', () => maintenanceQueue.close()],
         ['redis', () => redis.quit()],
         ['redis (bullmq)', () => workerConnection.quit()],

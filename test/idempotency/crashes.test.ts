@@ -1,0 +1,154 @@
+/**
+ * The guarantees of idempotency keys under crashes and outages: a killed api, a
+ * killed worker, a Redis that loses its data, and keys that expire.
+ */
+import test from 'ava';
+import { Queue } from 'bullmq';
+import { QUEUES } from '../../common/jobs.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import { Service, sleep, uniqueName, type ApiResponse } from '../helpers/service.js';
+
+const PI = '/v1/payment_intents';
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** Retries with the same key until a 200, as a client following the README would. */
+async function retryUntilOk(service: Service, key: string, body: unknown, idempotencyKey: string): Promise<ApiResponse> {
+  return until(`a 200 for ${idempotencyKey}`, async () => {
+    const res = await service.request('POST', PI, { key, body, headers: { 'Idempotency-Key': idempotencyKey } });
+    if (res.status === 200) return res;
+    if (![409, 503].includes(res.status)) throw new Error(`unexpected ${res.status}: ${res.text}`);
+    return undefined;
+  });
+}
+
+test('the api is SIGKILLed right after enqueueing: a retry on a new api process returns the one object', async (t) => {
+  const service = await Service.start({ workers: 0 });
+  t.teardown(() => service.stop());
+  const project = uniqueName('apikill');
+  const key = await service.issueKey(project);
+  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  t.teardown(() => queue.close());
+
+  const pending = service.request('POST', PI, { key, body: { amount: 77 }, headers: { 'Idempotency-Key': 'crash-api' } }).catch((err: Error) => err);
+  await until('the job to be enqueued', async () => ((await queue.getWaitingCount()) > 0 ? true : undefined));
+  service.api.kill('SIGKILL');
+  t.true((await pending) instanceof Error, 'the client lost its connection');
+  await service.api.exited;
+
+  await Promise.all([service.startApi(), service.startWorker()]);
+  const retried = await retryUntilOk(service, key, { amount: 77 }, 'crash-api');
+  t.is(retried.body.amount, 77);
+  const db = await service.db();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 1);
+  const again = await service.request('POST', PI, { key, body: { amount: 77 }, headers: { 'Idempotency-Key': 'crash-api' } });
+  t.is(again.text, retried.text);
+  t.is(again.headers.get('idempotent-replayed'), 'true');
+});
+
+test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, each key has exactly one object', async (t) => {
+  const service = await Service.start({ workers: 1, env: { WORKER_CONCURRENCY: '10', CREATE_TIMEOUT_MS: '3000' } });
+  t.teardown(() => service.stop());
+  const project = uniqueName('workerkill');
+  const key = await service.issueKey(project);
+  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  t.teardown(() => queue.close());
+
+  const total = 60;
+  const bodies = Array.from({ length: total }, (_, i) => ({ amount: 1000 + i }));
+  const first = Promise.all(
+    bodies.map((body, i) => service.request('POST', PI, { key, body, headers: { 'Idempotency-Key': `wk-${i}` } })),
+  );
+  await until('active jobs', async () => ((await queue.getActiveCount()) > 0 ? true : undefined));
+  service.workers[0]!.kill('SIGKILL');
+  await service.workers[0]!.exited;
+  const replacement = await service.startWorker();
+  const firstResults = await first;
+
+  const final = await Promise.all(bodies.map((body, i) => retryUntilOk(service, key, body, `wk-${i}`)));
+  const ids = final.map((r) => r.body.id as string);
+  t.is(new Set(ids).size, total, 'one object per key');
+  firstResults.forEach((r, i) => {
+    if (r.status === 200) t.is(r.body.id, ids[i], 'the retry returns the object of the first answer');
+  });
+  const db = await service.db();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), total);
+  t.is(await db.collection('events').countDocuments({ project }), total);
+  await until('the stalled jobs to be reported', async () =>
+    replacement.output.some((line) => line.includes('job stalled')) ? true : undefined,
+  );
+  t.pass();
+});
+
+test('Redis loses its data (FLUSHALL, then a restart without persistence): a retry replays from MongoDB, no duplicate', async (t) => {
+  const redis = await startRedisServer({ persistent: false });
+  t.teardown(() => redis.dispose());
+  const service = await Service.start({ workers: 1, redisUrl: redis.url });
+  t.teardown(() => service.stop());
+  const project = uniqueName('flush');
+  const key = await service.issueKey(project);
+  const headers = { 'Idempotency-Key': 'survive-redis' };
+
+  const first = await service.request('POST', PI, { key, body: { amount: 31 }, headers });
+  t.is(first.status, 200);
+
+  await redis.flushAll();
+  const afterFlush = await service.request('POST', PI, { key, body: { amount: 31 }, headers });
+  t.is(afterFlush.status, 200, afterFlush.text);
+  t.is(afterFlush.text, first.text);
+  t.is(afterFlush.headers.get('idempotent-replayed'), 'true');
+  const reused = await service.request('POST', PI, { key, body: { amount: 32 }, headers });
+  t.is(reused.body.error?.code, 'idempotency_key_reused');
+
+  await redis.flushAll();
+  await redis.restart();
+  const afterRestart = await until('the api to reconnect', async () => {
+    const res = await service.request('POST', PI, { key, body: { amount: 31 }, headers });
+    return res.status === 200 ? res : undefined;
+  });
+  t.is(afterRestart.text, first.text);
+  const db = await service.db();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 1);
+
+  // The processes reconnected by themselves: a new create goes through the queue again.
+  const fresh = await until('a new create after the restart', async () => {
+    const res = await service.request('POST', PI, { key, body: { amount: 33 }, headers: { 'Idempotency-Key': 'after-restart' } });
+    return res.status === 200 ? res : undefined;
+  });
+  t.is(fresh.body.amount, 33);
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 2);
+});
+
+test('an expired key creates a new object, and the cleanup job removes expired records', async (t) => {
+  const service = await Service.start({ workers: 1, env: { IDEMPOTENCY_TTL_MS: '1500', IDEMPOTENCY_SWEEP_MS: '300' } });
+  t.teardown(() => service.stop());
+  const project = uniqueName('expiry');
+  const key = await service.issueKey(project);
+  const headers = { 'Idempotency-Key': 'short-lived' };
+  const first = await service.request('POST', PI, { key, body: { amount: 5 }, headers });
+  t.is(first.status, 200);
+  const replay = await service.request('POST', PI, { key, body: { amount: 5 }, headers });
+  t.is(replay.headers.get('idempotent-replayed'), 'true');
+
+  await sleep(1800);
+  const second = await service.request('POST', PI, { key, body: { amount: 5 }, headers });
+  t.is(second.status, 200, second.text);
+  t.is(second.headers.get('idempotent-replayed'), null);
+  t.not(second.body.id, first.body.id);
+
+  const db = await service.db();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 2);
+  t.is(await db.collection('idempotency_keys').countDocuments({ project }), 1);
+  await until('the sweeper to delete the expired record', async () =>
+    (await db.collection('idempotency_keys').countDocuments({ project })) === 0 ? true : undefined,
+  );
+  t.pass();
+});
