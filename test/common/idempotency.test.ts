@@ -1,0 +1,46 @@
+import test from 'ava';
+import { canonicalJson, decodeEntry, encodeDone, idempotentJobId, requestFingerprint, scopeHash } from '../../common/idempotency.js';
+
+test('canonical JSON ignores key order and white space at every level', (t) => {
+  const a = JSON.parse('{"b": 1, "a": {"y": [1, {"d": 2, "c": 3}], "x": null}}');
+  const b = JSON.parse('{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}');
+  t.is(canonicalJson(a), canonicalJson(b));
+  t.is(canonicalJson(a), '{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}');
+});
+
+test('canonical JSON keeps array order and value types apart', (t) => {
+  t.not(canonicalJson([1, 2]), canonicalJson([2, 1]));
+  t.not(canonicalJson({ a: 1 }), canonicalJson({ a: '1' }));
+  t.is(canonicalJson(JSON.parse('{"__proto__":"x"}')), '{"__proto__":"x"}');
+});
+
+test('the fingerprint covers method, path and body', (t) => {
+  const base = requestFingerprint('POST', '/v1/payment_intents', { amount: 1 });
+  t.is(base, requestFingerprint('post', '/v1/payment_intents', { amount: 1 }));
+  t.not(base, requestFingerprint('POST', '/v1/webhook_endpoints', { amount: 1 }));
+  t.not(base, requestFingerprint('POST', '/v1/payment_intents', { amount: 2 }));
+});
+
+test('the scope hash separates projects and modes', (t) => {
+  const key = 'k1';
+  const hashes = new Set([
+    scopeHash({ project: 'a', livemode: false }, key),
+    scopeHash({ project: 'a', livemode: true }, key),
+    scopeHash({ project: 'b', livemode: false }, key),
+    scopeHash({ project: 'a', livemode: false }, 'k2'),
+  ]);
+  t.is(hashes.size, 4);
+});
+
+test('job ids derived from keys never contain a colon', (t) => {
+  const id = idempotentJobId(scopeHash({ project: 'p', livemode: false }, 'a:b:c'));
+  t.false(id.includes(':'));
+  t.regex(id, /^idem-[0-9a-f]{64}$/);
+});
+
+test('cached entries round-trip and garbage decodes to null', (t) => {
+  t.deepEqual(decodeEntry(encodeDone('fp', 200, '{"id":1}')), { s: 'done', fp: 'fp', status: 200, body: '{"id":1}' });
+  t.is(decodeEntry(null), null);
+  t.is(decodeEntry('not json'), null);
+  t.is(decodeEntry('{"s":"other"}'), null);
+});
