@@ -1,0 +1,39 @@
+/**
+ * Standard Webhooks signing (https://www.standardwebhooks.com/): the signature is
+ * `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the base64-decoded
+ * part of the endpoint secret after `whsec_`. It covers the exact bytes sent.
+ */
+import { createHmac } from 'node:crypto';
+
+export const SECRET_PREFIX = 'whsec_';
+
+/** The HMAC key of an endpoint secret (`whsec_` + base64). Throws on a malformed secret. */
+export function secretKey(secret: string): Buffer {
+  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) throw new Error('webhook secret is not base64 after whsec_');
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length === 0) throw new Error('webhook secret is empty');
+  return key;
+}
+
+/** The base64 HMAC-SHA256 of `id.timestamp.body`, without the `v1,` version tag. */
+export function signatureDigest(key: Buffer, id: string, timestamp: number, body: string | Buffer): string {
+  return createHmac('sha256', key)
+    .update(`${id}.${timestamp}.`, 'utf8')
+    .update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body)
+    .digest('base64');
+}
+
+/** The `webhook-signature` header value for one message. */
+export function signWebhook(secret: string, id: string, timestamp: number, body: string | Buffer): string {
+  return `v1,${signatureDigest(secretKey(secret), id, timestamp, body)}`;
+}
+
+/** The three Standard Webhooks headers of one delivery attempt. */
+export function webhookHeaders(secret: string, id: string, timestamp: number, body: string | Buffer): Record<string, string> {
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signWebhook(secret, id, timestamp, body),
+  };
+}
