@@ -8,6 +8,7 @@ import { JOBS, QUEUES } from '../common/jobs.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { connectMongo, type Mongo } from '../common/mongo.js';
 import { createRedis } from '../common/redis.js';
+import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
 import { dispatchEvent } from './processors/dispatch-event.js';
@@ -116,6 +117,7 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
     w.on('error', (err) => logger.warn({ queue: w.name, err: err.message }, 'worker error'));
     w.on('stalled', (jobId) => logger.warn({ queue: w.name, job_id: jobId }, 'job stalled: recovered for retry'));
   }
+  const metrics = await startWorkerMetrics(config, logger, workers);
   logger.info({ concurrency: config.workerConcurrency }, 'worker started');
 
   return {
@@ -128,6 +130,7 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
         ['maintenance queue', () => maintenanceQueue.close()],
         ['redis', () => redis.quit()],
         ['redis (bullmq)', () => workerConnection.quit()],
+        ['metrics', () => metrics.close()],
       ];
       for (const [name, step] of steps) {
         try {
