@@ -12,9 +12,12 @@ import { IdGenerator } from '../common/ids.js';
 import { QUEUES, revocationsChannel } from '../common/jobs.js';
 import { createLogger } from '../common/logger.js';
 import { connectMongo } from '../common/mongo.js';
+import { createRegistry, httpMetrics, queueDepthMetric } from '../common/metrics.js';
 import { createRedis } from '../common/redis.js';
 import { createApp } from './app.js';
 import type { AppDeps } from './context.js';
+import { dashboardRouter } from './routes/dashboard.js';
+import { metricsRouter } from './routes/metrics.js';
 import { ResultWaiter } from './services/results.js';
 
 async function main(): Promise<void> {
@@ -38,7 +41,14 @@ async function main(): Promise<void> {
   await results.start();
   await subscriber.subscribe(revocations);
 
-  const deps: AppDeps = { config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(), now: Date.now };
+  const registry = createRegistry('api');
+  const http = httpMetrics(registry);
+  queueDepthMetric(registry, Object.values(queues));
+  const deps: AppDeps = {
+    config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(), now: Date.now,
+    extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, Object.values(queues))],
+    onRequest: (info) => http.observe(info),
+  };
   const app = createApp(deps);
   let shuttingDown = false;
   app.use(async (ctx, next) => {
