@@ -1,0 +1,68 @@
+/**
+ * Fans an event out to the endpoints subscribed to it: one delivery job per
+ * endpoint that is enabled, in the event's project and mode, subscribed to its type
+ * (or to `*`), and created before the dispatch. Delivery job ids are derived from
+ * (event, endpoint), so running the dispatch again (a retry, or the sweeper after a
+ * crash) adds no second delivery. The event is marked dispatched only once every
+ * delivery job is in the queue.
+ */
+import type { Job, JobsOptions, Queue } from 'bullmq';
+import type { WebhookConfig } from '../../common/config.js';
+import { idTime } from '../../common/ids.js';
+import { JOBS, type DeliverWebhookData, type DispatchEventData } from '../../common/jobs.js';
+import type { Collections } from '../../common/mongo.js';
+import { maxAttempts, WEBHOOK_BACKOFF } from '../webhooks/retry-policy.js';
+
+const ALL_EVENTS = '*';
+/** Completed delivery jobs stay long enough for a late re-dispatch to find (and skip) them. */
+const KEEP_DELIVERIES_S = 7 * 24 * 3600;
+
+export interface DispatchDeps {
+  collections: Collections;
+  webhooksQueue: Queue<DeliverWebhookData>;
+  config: WebhookConfig;
+}
+
+export function deliveryJobId(eventId: string, endpointId: string): string {
+  return `deliver-${eventId}-${endpointId}`;
+}
+
+export function deliveryJobOptions(config: WebhookConfig, eventId: string, endpointId: string): JobsOptions {
+  return {
+    jobId: deliveryJobId(eventId, endpointId),
+    attempts: maxAttempts(config),
+    backoff: { type: WEBHOOK_BACKOFF },
+    removeOnComplete: { age: KEEP_DELIVERIES_S },
+    removeOnFail: { age: KEEP_DELIVERIES_S },
+  };
+}
+
+export async function dispatchEvent(
+  deps: DispatchDeps,
+  job: Job<DispatchEventData>,
+): Promise<{ dispatched: boolean; deliveries: number }> {
+  const { eventId } = job.data;
+  const c = deps.collections;
+  const event = await c.events.findOne({ _id: eventId }, { projection: { json: 0 } });
+  if (!event || event.dispatched) return { dispatched: false, deliveries: 0 };
+  // The dispatch moment is when the dispatch was asked for; it stays put across retries.
+  const snapshotMs = job.timestamp;
+  const endpoints = await c.webhookEndpoints
+    .find(
+      { project: event.project, livemode: event.livemode, status: 'enabled', enabled_events: { $in: [event.type, ALL_EVENTS] } },
+      { projection: { _id: 1 } },
+    )
+    .toArray();
+  const targets = endpoints.filter((e) => idTime(e._id) <= snapshotMs);
+  if (targets.length > 0) {
+    await deps.webhooksQueue.addBulk(
+      targets.map((e) => ({
+        name: JOBS.deliverWebhook,
+        data: { eventId, endpointId: e._id },
+        opts: deliveryJobOptions(deps.config, eventId, e._id),
+      })),
+    );
+  }
+  await c.events.updateOne({ _id: eventId }, { $set: { dispatched: true } });
+  return { dispatched: true, deliveries: targets.length };
+}

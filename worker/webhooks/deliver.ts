@@ -1,0 +1,155 @@
+/**
+ * Webhook delivery: one job per (event, endpoint). What it promises:
+ *
+ * - At least once. The job is retried on the configured schedule until the
+ *   receiver answers 2xx, the endpoint is disabled, or the schedule is used up. A
+ *   worker that dies mid-attempt leaves the job to be recovered as stalled and sent
+ *   again, so a receiver may see a delivery twice, never zero times.
+ * - The same `webhook-id` (the event id) on every attempt, and the same body: the
+ *   stored event JSON, byte for byte. Each attempt is signed afresh over exactly the
+ *   bytes it sends, with its own `webhook-timestamp`.
+ * - Every attempt that gets an outcome is recorded in `webhook_attempts` (status or
+ *   error kind, duration, the first 1 KiB of the response) before the job moves on.
+ *   An attempt cut short by the worker's own death has no outcome to record; it is
+ *   sent again.
+ * - In live mode, no connection to a loopback, private, link-local or multicast
+ *   address: the address is checked when the connection is made, after resolution,
+ *   so DNS rebinding does not get around it.
+ * - The endpoint is read again before each attempt: once it is disabled or deleted,
+ *   nothing more is sent. A 410 Gone disables it at once; failing without a single
+ *   success for `disableAfterMs` disables it too.
+ */
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { WebhookConfig } from '../../common/config.js';
+import { newId } from '../../common/ids.js';
+import type { DeliverWebhookData } from '../../common/jobs.js';
+import type { Logger } from '../../common/logger.js';
+import type { Collections, WebhookAttemptDoc, WebhookEndpointDoc } from '../../common/mongo.js';
+import { isForbiddenAddress } from '../../common/net.js';
+import { webhookHeaders } from '../../common/webhooks/sign.js';
+import { postWebhook, type PostResult } from './http.js';
+import { DeliveryFailedError, parseRetryAfter } from './retry-policy.js';
+
+export const USER_AGENT = 'payments-service-webhooks/1';
+const RESPONSE_BODY_LIMIT = 1024;
+
+export type AttemptError = 'http_error' | 'timeout' | 'connection_error' | 'address_refused' | 'redirect';
+
+export interface DeliverDeps {
+  collections: Collections;
+  config: WebhookConfig;
+  logger: Logger;
+  now: () => number;
+}
+
+export type DeliverResult =
+  | { delivered: true; attempt: number; http_status: number }
+  | { delivered: false; skipped: 'endpoint_missing' | 'endpoint_disabled' | 'event_missing' };
+
+/** What one attempt came to. */
+interface Outcome {
+  http_status: number | null;
+  error: AttemptError | null;
+  response_body: string | null;
+  retryAfterMs: number | null;
+  durationMs: number;
+}
+
+function outcomeOf(result: PostResult, nowMs: number): Outcome {
+  if (result.kind === 'error') {
+    return { http_status: null, error: result.error, response_body: null, retryAfterMs: null, durationMs: result.durationMs };
+  }
+  const status = result.status;
+  // FerretDB refuses NUL in strings; the body is for people to read anyway.
+  const body = result.body.toString('utf8').replace(/\u0000/g, '\ufffd');
+  const error: AttemptError | null = status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? 'redirect' : 'http_error';
+  const retryAfterHeader = result.headers['retry-after'];
+  const retryAfterMs = status === 429 || status === 503 ? parseRetryAfter(retryAfterHeader, nowMs) : null;
+  return { http_status: status, error, response_body: body, retryAfterMs, durationMs: result.durationMs };
+}
+
+export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise<DeliverResult> {
+  const { eventId, endpointId } = job.data;
+  const c = deps.collections;
+  const endpoint = await c.webhookEndpoints.findOne({ _id: endpointId });
+  if (!endpoint) return { delivered: false, skipped: 'endpoint_missing' };
+  if (endpoint.status !== 'enabled') return { delivered: false, skipped: 'endpoint_disabled' };
+  const event = await c.events.findOne({ _id: eventId }, { projection: { json: 1 } });
+  if (!event) return { delivered: false, skipped: 'event_missing' };
+
+  const attempt = job.attemptsMade + 1;
+  const body = Buffer.from(event.json, 'utf8');
+  const timestamp = Math.floor(deps.now() / 1000);
+  const startedAt = deps.now();
+  const result = await postWebhook({
+    url: endpoint.url,
+    headers: {
+      'Content-Type': 'application/json',
+      'User-Agent': USER_AGENT,
+      ...webhookHeaders(endpoint.secret, eventId, timestamp, body),
+    },
+    body,
+    timeoutMs: deps.config.timeoutMs,
+    refuseAddress: endpoint.livemode ? isForbiddenAddress : undefined,
+    responseBodyLimit: RESPONSE_BODY_LIMIT,
+  });
+  const finishedAt = deps.now();
+  const outcome = outcomeOf(result, finishedAt);
+
+  const record: WebhookAttemptDoc = {
+    _id: newId('attempt'),
+    project: endpoint.project,
+    livemode: endpoint.livemode,
+    endpoint_id: endpointId,
+    event_id: eventId,
+    attempt,
+    created: Math.floor(startedAt / 1000),
+    duration_ms: outcome.durationMs,
+    http_status: outcome.http_status,
+    error: outcome.error,
+    succeeded: outcome.error === null,
+    response_body: outcome.response_body,
+  };
+  await c.webhookAttempts.insertOne(record);
+
+  const logFields = { event_id: eventId, endpoint_id: endpointId, attempt, http_status: outcome.http_status, error: outcome.error };
+  if (outcome.error === null) {
+    await c.webhookEndpoints.updateOne({ _id: endpointId, failing_since: { $ne: null } }, { $set: { failing_since: null } });
+    deps.logger.info({ ...logFields, duration_ms: outcome.durationMs }, 'webhook delivered');
+    return { delivered: true, attempt, http_status: outcome.http_status as number };
+  }
+
+  deps.logger.info(
+    { ...logFields, detail: result.kind === 'error' ? result.message : undefined },
+    'webhook attempt failed',
+  );
+  if (outcome.http_status === 410) {
+    await disable(c, endpoint, 'gone');
+    deps.logger.warn({ endpoint_id: endpointId }, 'webhook endpoint answered 410 Gone: disabled');
+    throw new UnrecoverableError('endpoint answered 410 Gone; it is now disabled');
+  }
+  if (await failingTooLong(deps, endpoint, finishedAt)) {
+    deps.logger.warn({ endpoint_id: endpointId }, 'webhook endpoint failing for too long: disabled');
+    throw new UnrecoverableError('endpoint has been failing for too long; it is now disabled');
+  }
+  const what = outcome.http_status !== null ? `HTTP ${outcome.http_status}` : (outcome.error as string);
+  throw new DeliveryFailedError(`attempt ${attempt} failed: ${what}`, outcome.retryAfterMs);
+}
+
+async function disable(c: Collections, endpoint: WebhookEndpointDoc, reason: string): Promise<void> {
+  await c.webhookEndpoints.updateOne({ _id: endpoint._id, status: 'enabled' }, { $set: { status: 'disabled', disabled_reason: reason } });
+}
+
+/**
+ * Notes a failure: starts the endpoint's run of failures if none is running, and
+ * disables the endpoint once the run has lasted `disableAfterMs`. True when disabled.
+ */
+async function failingTooLong(deps: DeliverDeps, endpoint: WebhookEndpointDoc, nowMs: number): Promise<boolean> {
+  const c = deps.collections;
+  await c.webhookEndpoints.updateOne({ _id: endpoint._id, failing_since: null }, { $set: { failing_since: nowMs } });
+  const current = await c.webhookEndpoints.findOne({ _id: endpoint._id }, { projection: { failing_since: 1, status: 1 } });
+  if (!current || current.status !== 'enabled' || current.failing_since === null) return false;
+  if (nowMs - current.failing_since < deps.config.disableAfterMs) return false;
+  await disable(c, endpoint, 'failing');
+  return true;
+}
