@@ -5,6 +5,11 @@ import type { MetadataPairs } from './metadata.js';
  * Storage documents. Every resource carries its scope (project, livemode); `_id` is
  * the public id, time-ordered, so `_id` order is creation order. Only features that
  * FerretDB v1 has are used: no TTL indexes, no transactions, no change streams.
+ *
+ * FerretDB 1.24 with SQLite uses no index for queries (its `_id` index expression
+ * differs from the one its queries use, so `explain` shows a full SCAN): every find
+ * or update costs a scan of its collection, while an insert stays cheap. The hot
+ * paths are therefore insert-only on the big collections, and read only small ones.
  */
 export interface PaymentIntentDoc {
   _id: string;
@@ -54,6 +59,10 @@ export interface EventDoc {
   created_ms: number;
 }
 
+/**
+ * The claim on an idempotency key, written once by the first job that runs for it.
+ * It pins the object id, so every job for the key ends on the same object.
+ */
 export interface IdempotencyDoc {
   /** sha256 of (project, livemode, key). */
   _id: string;
@@ -61,13 +70,24 @@ export interface IdempotencyDoc {
   livemode: boolean;
   key: string;
   fingerprint: string;
-  /** The object this key created; pinned by the first job that claimed the key. */
   object_id: string;
-  state: 'processing' | 'completed';
-  status: number | null;
-  /** The recorded response body, byte for byte. */
-  body: string | null;
   created_ms: number;
+  expires_at: number;
+}
+
+/**
+ * The recorded result of a key, written once (insert only: on FerretDB an update
+ * costs a scan of the collection) when the job that claimed the key completes.
+ */
+export interface IdempotencyResultDoc {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  fingerprint: string;
+  object_id: string;
+  status: number;
+  /** The recorded response body, byte for byte. */
+  body: string;
   expires_at: number;
 }
 
@@ -103,6 +123,7 @@ export interface Collections {
   webhookEndpoints: Collection<WebhookEndpointDoc>;
   events: Collection<EventDoc>;
   idempotency: Collection<IdempotencyDoc>;
+  idempotencyResults: Collection<IdempotencyResultDoc>;
   apiKeys: Collection<ApiKeyDoc>;
   webhookAttempts: Collection<WebhookAttemptDoc>;
 }
@@ -119,6 +140,7 @@ export function collections(db: Db): Collections {
     webhookEndpoints: db.collection<WebhookEndpointDoc>('webhook_endpoints'),
     events: db.collection<EventDoc>('events'),
     idempotency: db.collection<IdempotencyDoc>('idempotency_keys'),
+    idempotencyResults: db.collection<IdempotencyResultDoc>('idempotency_results'),
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),
     webhookAttempts: db.collection<WebhookAttemptDoc>('webhook_attempts'),
   };
@@ -152,6 +174,7 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     c.events.createIndex({ project: 1, livemode: 1, type: 1, _id: -1 }, { name: 'scope_type_id' }),
     c.events.createIndex({ dispatched: 1, created_ms: 1 }, { name: 'outbox' }),
     c.idempotency.createIndex({ expires_at: 1 }, { name: 'expiry' }),
+    c.idempotencyResults.createIndex({ expires_at: 1 }, { name: 'expiry' }),
     c.apiKeys.createIndex({ hash: 1 }, { name: 'hash', unique: true }),
     c.apiKeys.createIndex({ project: 1, _id: -1 }, { name: 'project_id' }),
     c.webhookAttempts.createIndex({ endpoint_id: 1, _id: -1 }, { name: 'endpoint_id' }),

@@ -10,9 +10,13 @@
  *   401, 409, 429 and 503 answers leave nothing behind, so the client can retry.
  * - The Redis entry is the fast path: an in-flight lock (`SET NX PX`, so a crashed
  *   api process holds a key for at most the lock lifetime) and then a cache of the
- *   result. The source of truth is the durable record the worker writes in MongoDB,
- *   consulted whenever Redis knows nothing, so losing Redis never turns a retry into
- *   a duplicate.
+ *   result. The source of truth is the durable result the worker writes in MongoDB
+ *   before it caches it, so losing Redis never turns a retry into a duplicate.
+ * - When may a Redis miss be trusted without asking MongoDB? Only while the epoch
+ *   key exists and says so. It is created when missing (a new or emptied Redis) with
+ *   the latest expiry of the results MongoDB holds at that moment: until then a miss
+ *   is checked against MongoDB; after it, every live result is one that was cached
+ *   since, so the miss is the truth. Losing Redis data loses the epoch too.
  */
 import { randomBytes } from 'node:crypto';
 import { errors } from '../../common/errors.js';
@@ -42,7 +46,11 @@ if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1])
 return 0`;
 
 export class Idempotency {
-  constructor(private readonly deps: AppDeps) {}
+  private readonly epochKey: string;
+
+  constructor(private readonly deps: AppDeps) {
+    this.epochKey = `${deps.config.queuePrefix}:idem:epoch`;
+  }
 
   describe(scope: Scope, key: string, method: string, path: string, body: unknown): KeyedRequest {
     const hash = scopeHash(scope, key);
@@ -59,10 +67,25 @@ export class Idempotency {
 
   /** Before validation: is there a result to replay, or a request in flight? */
   async lookup(req: KeyedRequest): Promise<Lookup> {
-    const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
+    const [raw, epoch] = await this.deps.redis.mget(req.redisKey, this.epochKey);
+    const entry = decodeEntry(raw ?? null);
     if (entry?.s === 'done') return this.compare(req, entry.fp, { status: entry.status, body: entry.body });
     if (entry?.s === 'lock') throw errors.idempotencyInFlight();
-    return this.lookupDurable(req);
+    if (epoch != null && Number(epoch) <= this.deps.now()) return { kind: 'new' };
+    const found = await this.lookupDurable(req);
+    if (epoch == null) await this.startEpoch();
+    return found;
+  }
+
+  /** After Redis lost its data (or on first use): from when on is a miss the truth? */
+  private async startEpoch(): Promise<void> {
+    const latest = await this.deps.mongo.collections.idempotencyResults
+      .find({}, { projection: { expires_at: 1 } })
+      .sort({ expires_at: -1 })
+      .limit(1)
+      .toArray();
+    const until = latest[0]?.expires_at ?? 0;
+    await this.deps.redis.set(this.epochKey, String(until), 'NX');
   }
 
   /**
@@ -92,12 +115,15 @@ export class Idempotency {
    * Also used when a wait for a result times out, in case the result message was lost.
    */
   async lookupDurable(req: KeyedRequest): Promise<Lookup> {
-    const record = await this.deps.mongo.collections.idempotency.findOne({ _id: req.info.scopeHash });
-    if (!record || record.expires_at <= this.deps.now()) return { kind: 'new' };
-    if (record.state !== 'completed' || record.status === null || record.body === null) {
-      // Claimed by a job that has not finished: a retry re-enqueues under the same
-      // job id, which BullMQ deduplicates, and the worker finishes on the pinned object.
-      if (record.fingerprint !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+    const c = this.deps.mongo.collections;
+    const record = await c.idempotencyResults.findOne({ _id: req.info.scopeHash });
+    if (!record || record.expires_at <= this.deps.now()) {
+      // Perhaps claimed by a job that has not finished: a retry re-enqueues under the
+      // same job id, which BullMQ deduplicates, and the worker ends on the pinned object.
+      const claim = await c.idempotency.findOne({ _id: req.info.scopeHash });
+      if (claim && claim.expires_at > this.deps.now() && claim.fingerprint !== req.info.fingerprint) {
+        throw errors.idempotencyKeyReused();
+      }
       return { kind: 'new' };
     }
     const replay = { status: record.status, body: record.body };

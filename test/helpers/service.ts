@@ -104,6 +104,7 @@ export interface ServiceOptions {
   redisUrl?: string;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are whatever JSON the test asserts on
 export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;
@@ -203,6 +204,7 @@ export class Service {
     return new Redis(this.env.REDIS_URL as string, { maxRetriesPerRequest: 1 });
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see ApiResponse
   async request<T = any>(
     method: string,
     urlPath: string,

@@ -62,12 +62,16 @@ test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, 
   const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
 
-  const total = 60;
+  const total = 200;
   const bodies = Array.from({ length: total }, (_, i) => ({ amount: 1000 + i }));
   const first = Promise.all(
     bodies.map((body, i) => service.request('POST', PI, { key, body, headers: { 'Idempotency-Key': `wk-${i}` } })),
   );
-  await until('active jobs', async () => ((await queue.getActiveCount()) > 0 ? true : undefined));
+  // Kill while some jobs are active and others still wait, so some are surely mid-job.
+  await until('active and waiting jobs', async () => {
+    const counts = await queue.getJobCounts('active', 'waiting');
+    return (counts.active ?? 0) > 0 && (counts.waiting ?? 0) > 0 ? true : undefined;
+  });
   service.workers[0]!.kill('SIGKILL');
   await service.workers[0]!.exited;
   const replacement = await service.startWorker();

@@ -7,9 +7,10 @@
  *   keyed request the first job to run claims a durable record that pins the object
  *   id, so even a second job for the same key (its first job long gone from Redis)
  *   ends on the same object.
- * - The result survives the api process: the durable record (MongoDB) is completed
- *   with the exact response body before the job completes, and the Redis cache of it
- *   is refreshed, so a retry with the key replays it byte for byte.
+ * - The result survives the api process: the durable result (MongoDB) holds the
+ *   exact response body before the job completes, and the Redis cache of it is
+ *   written, so a retry with the key replays it byte for byte. Both writes are
+ *   inserts: on FerretDB an update would scan the collection.
  * - Infrastructure faults are thrown, so BullMQ retries the job; they are never
  *   recorded as the request's result.
  */
@@ -17,8 +18,8 @@ import type { Redis } from 'ioredis';
 import { errorBody } from '../../common/errors.js';
 import { encodeDone, redisKey } from '../../common/idempotency.js';
 import { resultsChannel, type CreateJobResult, type CreateResultMessage, type IdempotencyJobInfo, type Scope } from '../../common/jobs.js';
-import type { Collections, IdempotencyDoc } from '../../common/mongo.js';
-import { isDuplicateKey } from '../../common/mongo.js';
+import type { Collections, IdempotencyDoc, IdempotencyResultDoc } from '../../common/mongo.js';
+import { insertOrRead, isDuplicateKey } from '../../common/mongo.js';
 
 export interface CreateDeps {
   collections: Collections;
@@ -65,7 +66,7 @@ async function createOnce(
   idem: IdempotencyJobInfo,
   create: (objectId: string) => Promise<CreateOutcome>,
 ): Promise<CreateOutcome> {
-  const record = await claim(deps, data, idem);
+  const { claim: record, result } = await claim(deps, data, idem);
   if (record.fingerprint !== idem.fingerprint) {
     // Another request holds this key. Its record is not ours to touch or replay.
     const body = errorBody(
@@ -79,22 +80,36 @@ async function createOnce(
     );
     return { id: record.object_id, status: 400, body };
   }
-  if (record.state === 'completed' && record.status !== null && record.body !== null) {
-    await cacheResult(deps, idem, record.status, record.body);
-    return { id: record.object_id, status: record.status, body: record.body };
+  if (result) {
+    await cacheResult(deps, idem, result.status, result.body);
+    return { id: result.object_id, status: result.status, body: result.body };
   }
   const outcome = await create(record.object_id);
-  await deps.collections.idempotency.updateOne(
-    { _id: idem.scopeHash, state: 'processing' },
-    { $set: { state: 'completed', status: outcome.status, body: outcome.body } },
-  );
-  await cacheResult(deps, idem, outcome.status, outcome.body);
-  return outcome;
+  const recorded = await insertOrRead(deps.collections.idempotencyResults, {
+    _id: idem.scopeHash,
+    project: data.project,
+    livemode: data.livemode,
+    fingerprint: record.fingerprint,
+    object_id: record.object_id,
+    status: outcome.status,
+    body: outcome.body,
+    expires_at: record.expires_at,
+  });
+  // A concurrent job for the key may have recorded first: its bytes are the answer.
+  await cacheResult(deps, idem, recorded.status, recorded.body);
+  return { id: recorded.object_id, status: recorded.status, body: recorded.body };
 }
 
-/** Inserts the `processing` record, or returns the live one that is already there. */
-async function claim(deps: CreateDeps, data: CreateJobCommon, idem: IdempotencyJobInfo): Promise<IdempotencyDoc> {
-  const c = deps.collections.idempotency;
+/**
+ * Inserts the claim, or returns the live one already there with its result, if any.
+ * The first insert is the common case and costs no query.
+ */
+async function claim(
+  deps: CreateDeps,
+  data: CreateJobCommon,
+  idem: IdempotencyJobInfo,
+): Promise<{ claim: IdempotencyDoc; result: IdempotencyResultDoc | null }> {
+  const c = deps.collections;
   for (let attempt = 0; attempt < 3; attempt++) {
     const fresh: IdempotencyDoc = {
       _id: idem.scopeHash,
@@ -103,22 +118,22 @@ async function claim(deps: CreateDeps, data: CreateJobCommon, idem: IdempotencyJ
       key: idem.key,
       fingerprint: idem.fingerprint,
       object_id: data.id,
-      state: 'processing',
-      status: null,
-      body: null,
       created_ms: deps.now(),
       expires_at: idem.expiresAt,
     };
     try {
-      await c.insertOne(fresh);
-      return fresh;
+      await c.idempotency.insertOne(fresh);
+      return { claim: fresh, result: null };
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
-    const existing = await c.findOne({ _id: idem.scopeHash });
-    if (existing && existing.expires_at > deps.now()) return existing;
+    const existing = await c.idempotency.findOne({ _id: idem.scopeHash });
+    if (existing && existing.expires_at > deps.now()) {
+      return { claim: existing, result: await c.idempotencyResults.findOne({ _id: idem.scopeHash }) };
+    }
     // Expired (the sweeper has not run yet): the key is free again.
-    if (existing) await c.deleteOne({ _id: idem.scopeHash, expires_at: existing.expires_at });
+    await c.idempotencyResults.deleteOne({ _id: idem.scopeHash });
+    if (existing) await c.idempotency.deleteOne({ _id: idem.scopeHash, expires_at: existing.expires_at });
   }
   throw new Error(`could not claim idempotency record ${idem.scopeHash}`);
 }
