@@ -16,7 +16,7 @@ export function eventsRouter(deps: AppDeps, guards: Guards): Router<State> {
     const query = parseListQuery(new URLSearchParams(ctx.querystring), { idKind: 'event', extra: { type: true } });
     const body = await listPage(events, ctx.state.key!, query, {
       url,
-      filter: query.type ? { type: query.type } : {},
+      ...(query.type ? { filter: { type: query.type } } : {}),
       present: (doc) => doc.json,
     });
     sendJson(ctx, body);

@@ -29,27 +29,35 @@ export async function listPage<T extends Scoped>(
 ): Promise<string> {
   const base = { project: scope.project, livemode: scope.livemode, ...options.filter } as Filter<T>;
   const cursorId = query.startingAfter ?? query.endingBefore;
-  if (cursorId !== null) {
+  const newerFirst = query.endingBefore === null;
+  // Without an extra filter, the cursor object is fetched with its page ($lte/$gte):
+  // one query instead of two (on FerretDB each query scans the collection).
+  const inline = cursorId !== null && !options.filter;
+  if (cursorId !== null && !inline) {
     const exists = await collection.findOne(
       { _id: cursorId, project: scope.project, livemode: scope.livemode } as Filter<T>,
       { projection: { _id: 1 } },
     );
-    if (!exists) {
-      const param = query.startingAfter !== null ? 'starting_after' : 'ending_before';
-      throw errors.cursorMissing(param, cursorId);
-    }
+    if (!exists) throw errors.cursorMissing(cursorParam(query), cursorId);
   }
-  const newerFirst = query.endingBefore === null;
   const filter = { ...base } as Record<string, unknown>;
-  if (query.startingAfter !== null) filter._id = { $lt: query.startingAfter };
-  if (query.endingBefore !== null) filter._id = { $gt: query.endingBefore };
-  const docs = (await collection
+  if (query.startingAfter !== null) filter._id = { [inline ? '$lte' : '$lt']: query.startingAfter };
+  if (query.endingBefore !== null) filter._id = { [inline ? '$gte' : '$gt']: query.endingBefore };
+  let docs = (await collection
     .find(filter as Filter<T>, options.projection ? { projection: options.projection } : {})
     .sort({ _id: newerFirst ? -1 : 1 })
-    .limit(query.limit + 1)
+    .limit(query.limit + (inline ? 2 : 1))
     .toArray()) as unknown as T[];
+  if (inline) {
+    if (docs[0]?._id !== cursorId) throw errors.cursorMissing(cursorParam(query), cursorId as string);
+    docs = docs.slice(1);
+  }
   const hasMore = docs.length > query.limit;
   const page = docs.slice(0, query.limit);
   if (!newerFirst) page.reverse();
   return listEnvelopeJson(options.url, page.map(options.present), hasMore);
+}
+
+function cursorParam(query: PageQuery): string {
+  return query.startingAfter !== null ? 'starting_after' : 'ending_before';
 }
