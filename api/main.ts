@@ -4,7 +4,7 @@
  * in-flight requests finish (they may be waiting for a create job), then close the
  * clients, each step on its own.
  */
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { Queue } from 'bullmq';
 import { ApiKeyCache } from '../common/api-keys.js';
 import { loadConfig } from '../common/config.js';
@@ -51,11 +51,17 @@ async function main(): Promise<void> {
   };
   const app = createApp(deps);
   let shuttingDown = false;
-  app.use(async (ctx, next) => {
-    if (shuttingDown) ctx.set('Connection', 'close');
-    await next();
+  // Answers still being written. From SIGTERM on, every answer (those in flight
+  // included) closes its connection, so clients stop reusing connections the api
+  // is about to drop and the drain ends with the last in-flight request.
+  const answering = new Set<ServerResponse>();
+  const handle = app.callback();
+  const server = createServer((req, res) => {
+    if (shuttingDown) res.shouldKeepAlive = false;
+    answering.add(res);
+    res.once('close', () => answering.delete(res));
+    void handle(req, res);
   });
-  const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   const address = server.address();
@@ -65,7 +71,8 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
-    logger.info({ signal }, 'api stopping: finishing in-flight requests');
+    for (const res of answering) res.shouldKeepAlive = false;
+    logger.info({ signal, in_flight: answering.size }, 'api stopping: finishing in-flight requests');
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const grace = setTimeout(() => server.closeAllConnections(), config.createTimeoutMs + 5000);
