@@ -1,0 +1,69 @@
+/** Real objects through the real API, for the webhook black-box tests. */
+import assert from 'node:assert/strict';
+import { createdEventId } from '../../worker/processors/create-payment-intent.js';
+import type { EventDoc } from '../../common/mongo.js';
+import type { Service } from '../helpers/service.js';
+import { until } from './receiver.js';
+
+export interface Endpoint {
+  id: string;
+  secret: string;
+  url: string;
+  status: string;
+  livemode: boolean;
+}
+
+export async function createEndpoint(service: Service, key: string, url: string, enabledEvents?: string[]): Promise<Endpoint> {
+  const res = await service.request('POST', '/v1/webhook_endpoints', {
+    key,
+    body: { url, ...(enabledEvents ? { enabled_events: enabledEvents } : {}) },
+  });
+  assert.equal(res.status, 200, `creating an endpoint: ${res.text}`);
+  return res.body as Endpoint;
+}
+
+/** Creates a payment intent and returns it with the id of its `payment_intent.created` event. */
+export async function createPaymentIntent(service: Service, key: string, amount = 1000): Promise<{ id: string; eventId: string }> {
+  const res = await service.request('POST', '/v1/payment_intents', { key, body: { amount, description: 'Ünïcode ✓ order' } });
+  assert.equal(res.status, 200, `creating a payment intent: ${res.text}`);
+  return { id: res.body.id as string, eventId: createdEventId(res.body.id as string) };
+}
+
+export interface Attempt {
+  id: string;
+  event: string;
+  webhook_endpoint: string;
+  attempt: number;
+  succeeded: boolean;
+  http_status: number | null;
+  error: string | null;
+  response_body: string | null;
+  duration_ms: number;
+  created: number;
+}
+
+export async function listAttempts(service: Service, key: string, endpointId: string, query = 'limit=100'): Promise<Attempt[]> {
+  const res = await service.request('GET', `/v1/webhook_endpoints/${endpointId}/attempts?${query}`, { key });
+  assert.equal(res.status, 200, `listing attempts: ${res.text}`);
+  return res.body.data as Attempt[];
+}
+
+/** Waits until the endpoint has at least `count` recorded attempts (newest first). */
+export async function waitForAttempts(service: Service, key: string, endpointId: string, count: number, timeoutMs = 30_000): Promise<Attempt[]> {
+  return until(
+    `${count} attempts on ${endpointId}`,
+    async () => {
+      const attempts = await listAttempts(service, key, endpointId);
+      return attempts.length >= count ? attempts : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** Waits until the event's delivery jobs are all enqueued (the outbox flag is set). */
+export async function waitDispatched(service: Service, eventId: string): Promise<void> {
+  const db = await service.db();
+  await until(`${eventId} to be dispatched`, async () =>
+    (await db.collection<EventDoc>('events').findOne({ _id: eventId, dispatched: true })) ? true : undefined,
+  );
+}
