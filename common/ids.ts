@@ -1,12 +1,11 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 
 /** Base62 in ASCII order, so equal-length strings compare like the numbers they encode. */
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const TIME_CHARS = 9; // 62^9 > 2^48 ms: good until the year 10889
+const COUNTER_CHARS = 3; // 238 328 ids per millisecond per process
 const RANDOM_CHARS = 14; // 62^14 ≈ 2^83.4
-const RANDOM_SPACE = 62n ** BigInt(RANDOM_CHARS);
-/** Same-millisecond ids step forward by a random amount of up to 2^40, so they stay unguessable. */
-const MAX_STEP = 2n ** 40n;
+const COUNTER_SPACE = 62 ** COUNTER_CHARS;
 
 export const ID_PREFIXES = {
   payment_intent: 'pi',
@@ -19,49 +18,43 @@ export const ID_PREFIXES = {
 
 export type IdKind = keyof typeof ID_PREFIXES;
 
-export const ID_BODY_LENGTH = TIME_CHARS + RANDOM_CHARS;
+export const ID_BODY_LENGTH = TIME_CHARS + COUNTER_CHARS + RANDOM_CHARS;
 
-function encode(value: bigint, width: number): string {
+function encode(value: number, width: number): string {
   let out = '';
   for (let i = 0; i < width; i++) {
-    out = ALPHABET[Number(value % 62n)] + out;
-    value /= 62n;
+    out = ALPHABET[value % 62] + out;
+    value = Math.floor(value / 62);
   }
   return out;
 }
 
-function randomBig(): bigint {
-  return BigInt('0x' + randomBytes(11).toString('hex')) % RANDOM_SPACE;
-}
-
 /**
- * Generates fixed-length ids that sort in creation order as plain strings and carry
- * more than 80 random bits. Within one millisecond of one process the random part
- * increases, so ids of one process are strictly increasing.
+ * Generates fixed-length ids that sort in creation order as plain strings: the
+ * millisecond, then a per-process counter within it, then 83 fresh random bits. So
+ * the ids of one process strictly increase, and no id helps to guess another.
  */
 export class IdGenerator {
   private lastMs = -1;
-  private lastRandom = 0n;
+  private counter = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
   next(kind: IdKind): string {
     let ms = this.now();
-    let random: bigint;
     if (ms <= this.lastMs) {
-      ms = this.lastMs; // the clock went back or stood still: stay ordered
-      random = this.lastRandom + 1n + (BigInt(randomInt(0, 2 ** 40 - 1)) % MAX_STEP);
-      if (random >= RANDOM_SPACE) {
-        ms += 1;
-        random = randomBig() / 2n;
+      // Same millisecond, or the clock went back: stay ordered.
+      ms = this.lastMs;
+      this.counter++;
+      if (this.counter >= COUNTER_SPACE) {
+        ms++;
+        this.counter = 0;
       }
     } else {
-      // Start in the lower half so same-millisecond steps never overflow in practice.
-      random = randomBig() / 2n;
+      this.counter = 0;
     }
     this.lastMs = ms;
-    this.lastRandom = random;
-    return `${ID_PREFIXES[kind]}_${encode(BigInt(ms), TIME_CHARS)}${encode(random, RANDOM_CHARS)}`;
+    return `${ID_PREFIXES[kind]}_${encode(ms, TIME_CHARS)}${encode(this.counter, COUNTER_CHARS)}${randomBase62(RANDOM_CHARS)}`;
   }
 }
 

@@ -6,6 +6,7 @@ import { QUEUES, type IdempotencyJobInfo } from '../../common/jobs.js';
 import { parseIdempotencyKey } from '../schemas/idempotency-key.js';
 import type { AppDeps, Ctx } from '../context.js';
 import { baseUrlOf } from '../middleware/errors.js';
+import { rejectQuery } from '../routes/shared.js';
 import { Idempotency, type KeyedRequest, type Replay } from '../middleware/idempotency.js';
 
 /** Every create job: retried on infrastructure faults until it completes. */
@@ -50,6 +51,7 @@ export async function handleCreate<Input, Data>(deps: AppDeps, ctx: Ctx, spec: C
     if (found.kind === 'replay') return sendReplay(ctx, found.replay);
   }
 
+  rejectQuery(ctx);
   const input = spec.validate(body);
 
   let token: string | null = null;

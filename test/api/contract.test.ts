@@ -30,7 +30,7 @@ function assertError(t: import('ava').ExecutionContext, res: ApiResponse, status
   t.is(error.param, param, `param of ${res.text}`);
   t.is(typeof error.message, 'string');
   t.is(error.request_id, res.headers.get('request-id'));
-  t.regex(error.request_id, /^req_[0-9A-Za-z]{23}$/);
+  t.regex(error.request_id, /^req_[0-9A-Za-z]{26}$/);
   t.regex(error.doc_url, new RegExp(`^http://127\\.0\\.0\\.1:\\d+/docs/errors#${code}$`));
   t.deepEqual(Object.keys(res.body), ['error']);
   t.false(res.text.includes('    at '), 'no stack trace');
@@ -47,7 +47,7 @@ test('creates a payment intent with every field defaulted as the contract says',
   const res = await service.request('POST', PI, { key, body: { amount: 1000 } });
   t.is(res.status, 200, res.text);
   const pi = res.body;
-  t.regex(pi.id, /^pi_[0-9A-Za-z]{23}$/);
+  t.regex(pi.id, /^pi_[0-9A-Za-z]{26}$/);
   t.deepEqual(Object.keys(pi), [
     'id', 'object', 'amount', 'currency', 'description', 'status', 'client_secret', 'automatic_operator',
     'allowed_operators', 'selected_operator', 'next_action', 'metadata', 'livemode', 'created', 'expires_at',
@@ -97,7 +97,7 @@ test('creates, retrieves and lists webhook endpoints; the secret is only in the 
     body: { url: 'http://127.0.0.1:9/hook', enabled_events: ['payment_intent.created'], description: 'orders', metadata: { team: 'x' } },
   });
   t.is(res.status, 200, res.text);
-  t.regex(res.body.id, /^we_[0-9A-Za-z]{23}$/);
+  t.regex(res.body.id, /^we_[0-9A-Za-z]{26}$/);
   t.like(res.body, { object: 'webhook_endpoint', url: 'http://127.0.0.1:9/hook', status: 'enabled', livemode: false, description: 'orders' });
   t.deepEqual(res.body.enabled_events, ['payment_intent.created']);
   t.deepEqual(res.body.metadata, { team: 'x' });
@@ -241,14 +241,20 @@ test('bad input leaves no trace: no object, no idempotency record, no job', asyn
   t.deepEqual((await redis.keys(`${service.prefix}:idem:*`)).filter((k) => !k.endsWith(':idem:epoch')), []);
 });
 
+test('a query parameter on a create is 400 parameter_unknown', async (t) => {
+  const key = await service.issueKey('postquery');
+  assertError(t, await service.request('POST', `${PI}?amount=5`, { key, body: { amount: 5 } }), 400, 'parameter_unknown', 'amount');
+  t.is(await countIn('payment_intents', 'postquery'), 0);
+});
+
 test('retrieve: an unknown id, a malformed id and another project\'s id are all 404 resource_missing', async (t) => {
   const mine = await service.issueKey('retr-a');
   const theirs = await service.issueKey('retr-b');
   const created = await service.request('POST', PI, { key: theirs, body: { amount: 5 } });
   assertError(t, await service.request('GET', `${PI}/${created.body.id}`, { key: mine }), 404, 'resource_missing', 'id');
-  assertError(t, await service.request('GET', `${PI}/pi_00000000000000000000000`, { key: mine }), 404, 'resource_missing', 'id');
+  assertError(t, await service.request('GET', `${PI}/pi_00000000000000000000000000`, { key: mine }), 404, 'resource_missing', 'id');
   assertError(t, await service.request('GET', `${PI}/nonsense`, { key: mine }), 404, 'resource_missing', 'id');
-  assertError(t, await service.request('GET', `${WE}/we_00000000000000000000000`, { key: mine }), 404, 'resource_missing', 'id');
+  assertError(t, await service.request('GET', `${WE}/we_00000000000000000000000000`, { key: mine }), 404, 'resource_missing', 'id');
   assertError(t, await service.request('GET', `${PI}/${created.body.id}?expand=x`, { key: theirs }), 400, 'parameter_unknown', 'expand');
 });
 
@@ -260,8 +266,8 @@ test('list query parameters are checked', async (t) => {
   assertError(t, await service.request('GET', `${PI}?limit=ten`, { key }), 400, 'parameter_invalid_integer', 'limit');
   assertError(t, await service.request('GET', `${PI}?limit=1&limit=2`, { key }), 400, 'parameter_invalid', 'limit');
   assertError(t, await service.request('GET', `${PI}?page=2`, { key }), 400, 'parameter_unknown', 'page');
-  assertError(t, await service.request('GET', `${PI}?starting_after=pi_00000000000000000000000`, { key }), 400, 'resource_missing', 'starting_after');
-  assertError(t, await service.request('GET', `${PI}?ending_before=pi_00000000000000000000000`, { key }), 400, 'resource_missing', 'ending_before');
+  assertError(t, await service.request('GET', `${PI}?starting_after=pi_00000000000000000000000000`, { key }), 400, 'resource_missing', 'starting_after');
+  assertError(t, await service.request('GET', `${PI}?ending_before=pi_00000000000000000000000000`, { key }), 400, 'resource_missing', 'ending_before');
   const one = await service.request('POST', PI, { key, body: { amount: 5 } });
   assertError(t, await service.request('GET', `${PI}?starting_after=${one.body.id}&ending_before=${one.body.id}`, { key }), 400, 'parameter_conflict', 'ending_before');
   // A webhook endpoint id is not a cursor for payment intents.
@@ -346,7 +352,7 @@ test('admin API: issues, lists and revokes keys; a revoked key is refused at onc
 
   const afterList = await service.request('GET', '/admin/v1/api_keys?project=revoke-me', { headers: admin });
   t.is(typeof afterList.body.data[0].revoked_at, 'number');
-  const unknown = await service.request('DELETE', '/admin/v1/api_keys/key_00000000000000000000000', { headers: admin });
+  const unknown = await service.request('DELETE', '/admin/v1/api_keys/key_00000000000000000000000000', { headers: admin });
   assertError(t, unknown, 404, 'resource_missing', 'id');
 });
 

@@ -5,12 +5,12 @@ test('ids are fixed-length, prefixed, and carry their creation time', (t) => {
   const now = Date.UTC(2026, 10, 20, 12, 0, 0);
   const ids = new IdGenerator(() => now);
   const id = ids.next('payment_intent');
-  t.regex(id, /^pi_[0-9A-Za-z]{23}$/);
+  t.regex(id, /^pi_[0-9A-Za-z]{26}$/);
   t.is(id.length, 3 + ID_BODY_LENGTH);
   t.is(idTime(id), now);
   t.true(isId('payment_intent', id));
   t.false(isId('webhook_endpoint', id));
-  t.regex(ids.next('event'), /^evt_[0-9A-Za-z]{23}$/);
+  t.regex(ids.next('event'), /^evt_[0-9A-Za-z]{26}$/);
 });
 
 test('ids sort in creation order as plain strings, within one millisecond too', (t) => {
@@ -34,13 +34,15 @@ test('ids stay ordered when the clock steps back', (t) => {
   t.true(b > a);
 });
 
-test('ids of the same millisecond differ in many bits (not a counter)', (t) => {
+test('ids of the same millisecond keep their random part fresh: knowing one does not help guess the next', (t) => {
   const ids = new IdGenerator(() => 1_700_000_000_000);
-  const a = ids.next('payment_intent').slice(-14);
-  const b = ids.next('payment_intent').slice(-14);
+  const randoms = Array.from({ length: 200 }, () => ids.next('payment_intent').slice(-14));
+  t.is(new Set(randoms).size, randoms.length);
   let differing = 0;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) differing++;
-  t.true(differing >= 4, `${a} vs ${b}`);
+  for (let i = 0; i < 14; i++) if (randoms[0]?.[i] !== randoms[1]?.[i]) differing++;
+  t.true(differing >= 8, `${randoms[0]} vs ${randoms[1]}`);
+  // Unordered random parts: a counter would make them increase.
+  t.notDeepEqual([...randoms].sort(), randoms);
 });
 
 test('ids made 1 ms apart compare by time first', (t) => {
