@@ -97,6 +97,7 @@ export class Proc {
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export interface ServiceOptions {
+  /** Overrides of the stack's servers go in `env` (MONGODB_URL) or `redisUrl`. */
   workers?: number;
   /** Extra environment for every process (e.g. CREATE_TIMEOUT_MS). */
   env?: Record<string, string>;
@@ -194,7 +195,7 @@ export class Service {
 
   async db(): Promise<Db> {
     if (!this.mongoClient) {
-      this.mongoClient = new MongoClient(stackUrls().mongoUrl);
+      this.mongoClient = new MongoClient(this.env.MONGODB_URL as string);
       await this.mongoClient.connect();
     }
     return this.mongoClient.db(this.dbName);
