@@ -102,6 +102,11 @@ export interface DispatchEventData {
 export interface DeliverWebhookData {
   eventId: string;
   endpointId: string;
+  /**
+   * The event JSON, byte for byte what is sent. Carried rather than read back: on
+   * FerretDB a read of the events collection scans all of it. It holds no secret.
+   */
+  json: string;
 }
 
 export type SweepData = Record<string, never>;

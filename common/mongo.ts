@@ -45,6 +45,7 @@ export interface WebhookEndpointDoc {
   disabled_reason: string | null;
 }
 
+/** An event, immutable once written: what `GET /v1/events` shows and webhooks deliver. */
 export interface EventDoc {
   _id: string;
   project: string;
@@ -53,8 +54,20 @@ export interface EventDoc {
   created: number;
   /** The event exactly as presented and delivered (metadata keys may not be valid field names). */
   json: string;
-  /** Outbox flag: false until the delivery jobs for this event have been enqueued. */
-  dispatched: boolean;
+}
+
+/**
+ * The outbox: an event written but not yet dispatched. Inserted with the event,
+ * deleted once its delivery jobs are in the queue, so the collection stays small
+ * and cheap to read (the events collection only grows).
+ */
+export interface OutboxDoc {
+  /** The event id. */
+  _id: string;
+  project: string;
+  livemode: boolean;
+  type: string;
+  json: string;
   /** Epoch ms, for the sweeper. */
   created_ms: number;
 }
@@ -122,6 +135,7 @@ export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
   webhookEndpoints: Collection<WebhookEndpointDoc>;
   events: Collection<EventDoc>;
+  outbox: Collection<OutboxDoc>;
   idempotency: Collection<IdempotencyDoc>;
   idempotencyResults: Collection<IdempotencyResultDoc>;
   apiKeys: Collection<ApiKeyDoc>;
@@ -139,6 +153,7 @@ export function collections(db: Db): Collections {
     paymentIntents: db.collection<PaymentIntentDoc>('payment_intents'),
     webhookEndpoints: db.collection<WebhookEndpointDoc>('webhook_endpoints'),
     events: db.collection<EventDoc>('events'),
+    outbox: db.collection<OutboxDoc>('event_outbox'),
     idempotency: db.collection<IdempotencyDoc>('idempotency_keys'),
     idempotencyResults: db.collection<IdempotencyResultDoc>('idempotency_results'),
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),
@@ -172,7 +187,7 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     c.webhookEndpoints.createIndex(scoped, { name: 'scope_id' }),
     c.events.createIndex(scoped, { name: 'scope_id' }),
     c.events.createIndex({ project: 1, livemode: 1, type: 1, _id: -1 }, { name: 'scope_type_id' }),
-    c.events.createIndex({ dispatched: 1, created_ms: 1 }, { name: 'outbox' }),
+    c.outbox.createIndex({ created_ms: 1 }, { name: 'age' }),
     c.idempotency.createIndex({ expires_at: 1 }, { name: 'expiry' }),
     c.idempotencyResults.createIndex({ expires_at: 1 }, { name: 'expiry' }),
     c.apiKeys.createIndex({ hash: 1 }, { name: 'hash', unique: true }),
@@ -183,6 +198,15 @@ export async function ensureIndexes(c: Collections): Promise<void> {
 
 export function isDuplicateKey(err: unknown): boolean {
   return err instanceof MongoServerError && err.code === 11000;
+}
+
+/** Inserts `doc`; an existing document with its `_id` (a retried job) counts as done. */
+export async function insertOnce<T extends { _id: string }>(collection: Collection<T>, doc: T): Promise<void> {
+  try {
+    await collection.insertOne(doc as Parameters<Collection<T>['insertOne']>[0]);
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
  * event whose dispatch a crash never enqueued (the outbox), are both delivered.
  */
 import test from 'ava';
-import type { EventDoc } from '../../common/mongo.js';
+import type { EventDoc, OutboxDoc } from '../../common/mongo.js';
 import { newId, randomBase62 } from '../../common/ids.js';
 import { buildEventJson } from '../../common/presenters.js';
 import { verifyWebhook } from '../../common/webhooks/verify.js';
@@ -68,18 +68,19 @@ test('an event written but never dispatched (a crash before the enqueue) is pick
       livemode: false,
       object: { id: `pi_${randomBase62(23)}`, object: 'payment_intent', amount: 700, currency: 'usd', status: 'new' },
     }),
-    dispatched: false,
-    created_ms: Date.now() - 5000,
   };
   const db = await service.db();
   await db.collection<EventDoc>('events').insertOne(event);
+  await db.collection<OutboxDoc>('event_outbox').insertOne({
+    _id: id, project, livemode: false, type: event.type, json: event.json, created_ms: Date.now() - 5000,
+  });
 
   const [delivery] = await receiver.waitFor(path);
   t.is(delivery!.headers['webhook-id'], id);
   t.is(delivery!.body.toString('utf8'), event.json);
   t.notThrows(() => verifyWebhook(endpoint.secret, delivery!.headers, delivery!.body));
-  await until('the event to be marked dispatched', async () =>
-    (await db.collection<EventDoc>('events').findOne({ _id: id }))?.dispatched ? true : undefined,
+  await until('the outbox entry to be removed', async () =>
+    (await db.collection<OutboxDoc>('event_outbox').countDocuments({ _id: id })) === 0 ? true : undefined,
   );
   const [attempt] = await waitForAttempts(service, key, endpoint.id, 1);
   t.like(attempt, { event: id, attempt: 1, succeeded: true });

@@ -1,7 +1,7 @@
 /** Real objects through the real API, for the webhook black-box tests. */
 import assert from 'node:assert/strict';
 import { createdEventId } from '../../worker/processors/create-payment-intent.js';
-import type { EventDoc } from '../../common/mongo.js';
+import type { EventDoc, OutboxDoc } from '../../common/mongo.js';
 import type { Service } from '../helpers/service.js';
 import { until } from './receiver.js';
 
@@ -60,10 +60,12 @@ export async function waitForAttempts(service: Service, key: string, endpointId:
   );
 }
 
-/** Waits until the event's delivery jobs are all enqueued (the outbox flag is set). */
+/** Waits until the event's delivery jobs are all enqueued (its outbox entry is gone). */
 export async function waitDispatched(service: Service, eventId: string): Promise<void> {
   const db = await service.db();
-  await until(`${eventId} to be dispatched`, async () =>
-    (await db.collection<EventDoc>('events').findOne({ _id: eventId, dispatched: true })) ? true : undefined,
-  );
+  await until(`${eventId} to be dispatched`, async () => {
+    const written = await db.collection<EventDoc>('events').countDocuments({ _id: eventId });
+    const pending = await db.collection<OutboxDoc>('event_outbox').countDocuments({ _id: eventId });
+    return written === 1 && pending === 0 ? true : undefined;
+  });
 }

@@ -1,14 +1,14 @@
 /**
- * Creates a payment intent and its `payment_intent.created` event (the outbox), both
- * idempotent on the ids: the event id is derived from the object id, so however often
- * the job runs there is one object and one event. Dispatch of the event is enqueued
- * with a job id of its own, and the sweeper picks up any event a crash left behind.
+ * Creates a payment intent and its `payment_intent.created` event with an outbox
+ * entry, all idempotent on the ids: the event id is derived from the object id, so
+ * however often the job runs there is one object and one event. Dispatch is enqueued
+ * with a job id of its own, and the sweeper picks up any outbox entry a crash left.
  */
 import type { Job, Queue } from 'bullmq';
 import { randomBase62 } from '../../common/ids.js';
 import { JOBS, type CreateJobResult, type CreatePaymentIntentData, type DispatchEventData } from '../../common/jobs.js';
-import type { EventDoc, PaymentIntentDoc } from '../../common/mongo.js';
-import { insertOrRead, isDuplicateKey } from '../../common/mongo.js';
+import type { PaymentIntentDoc } from '../../common/mongo.js';
+import { insertOnce, insertOrRead } from '../../common/mongo.js';
 import { buildEventJson, presentPaymentIntent } from '../../common/presenters.js';
 import { runCreate, type CreateDeps, type CreateOutcome } from './create.js';
 
@@ -49,28 +49,20 @@ export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<Crea
 
 async function recordCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDoc): Promise<void> {
   const id = createdEventId(pi._id);
-  const event: EventDoc = {
-    _id: id,
-    project: pi.project,
-    livemode: pi.livemode,
+  const json = buildEventJson({
+    id,
     type: PAYMENT_INTENT_CREATED,
     created: pi.created,
-    json: buildEventJson({
-      id,
-      type: PAYMENT_INTENT_CREATED,
-      created: pi.created,
-      livemode: pi.livemode,
-      object: presentPaymentIntent(pi, { withSecret: false }),
-    }),
-    dispatched: false,
-    created_ms: deps.now(),
-  };
-  try {
-    await deps.collections.events.insertOne(event);
-  } catch (err) {
-    if (!isDuplicateKey(err)) throw err;
-    const stored = await deps.collections.events.findOne({ _id: id }, { projection: { dispatched: 1 } });
-    if (stored?.dispatched) return;
-  }
+    livemode: pi.livemode,
+    object: presentPaymentIntent(pi, { withSecret: false }),
+  });
+  const scope = { project: pi.project, livemode: pi.livemode };
+  // Both are inserts (cheap on FerretDB). On a retried job the outbox entry may be
+  // written again after a dispatch removed it: the redispatch finds the delivery
+  // jobs by their ids and adds none twice.
+  await Promise.all([
+    insertOnce(deps.collections.events, { _id: id, ...scope, type: PAYMENT_INTENT_CREATED, created: pi.created, json }),
+    insertOnce(deps.collections.outbox, { _id: id, ...scope, type: PAYMENT_INTENT_CREATED, json, created_ms: deps.now() }),
+  ]);
   await deps.eventsQueue.add(JOBS.dispatchEvent, { eventId: id }, { jobId: `dispatch-${id}` });
 }

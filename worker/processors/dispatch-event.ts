@@ -3,8 +3,8 @@
  * endpoint that is enabled, in the event's project and mode, subscribed to its type
  * (or to `*`), and created before the dispatch. Delivery job ids are derived from
  * (event, endpoint), so running the dispatch again (a retry, or the sweeper after a
- * crash) adds no second delivery. The event is marked dispatched only once every
- * delivery job is in the queue.
+ * crash) adds no second delivery. The outbox entry is deleted only once every
+ * delivery job is in the queue; only the small outbox is read, never the events.
  */
 import type { Job, JobsOptions, Queue } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
@@ -43,8 +43,8 @@ export async function dispatchEvent(
 ): Promise<{ dispatched: boolean; deliveries: number }> {
   const { eventId } = job.data;
   const c = deps.collections;
-  const event = await c.events.findOne({ _id: eventId }, { projection: { json: 0 } });
-  if (!event || event.dispatched) return { dispatched: false, deliveries: 0 };
+  const event = await c.outbox.findOne({ _id: eventId });
+  if (!event) return { dispatched: false, deliveries: 0 };
   // The dispatch moment is when the dispatch was asked for; it stays put across retries.
   const snapshotMs = job.timestamp;
   const endpoints = await c.webhookEndpoints
@@ -58,11 +58,11 @@ export async function dispatchEvent(
     await deps.webhooksQueue.addBulk(
       targets.map((e) => ({
         name: JOBS.deliverWebhook,
-        data: { eventId, endpointId: e._id },
+        data: { eventId, endpointId: e._id, json: event.json },
         opts: deliveryJobOptions(deps.config, eventId, e._id),
       })),
     );
   }
-  await c.events.updateOne({ _id: eventId }, { $set: { dispatched: true } });
+  await c.outbox.deleteOne({ _id: eventId });
   return { dispatched: true, deliveries: targets.length };
 }

@@ -1,6 +1,6 @@
 /**
  * The outbox sweeper: re-dispatches events a crash left undispatched (written, but
- * their delivery jobs never enqueued). Dispatch is idempotent, so sweeping an event
+ * their delivery jobs never enqueued): whatever stayed in the outbox too long. Dispatch is idempotent, so sweeping an event
  * whose dispatch is merely slow costs nothing but a look-up.
  */
 import type { Queue } from 'bullmq';
@@ -17,8 +17,8 @@ export async function sweepEvents(
   deps: { collections: Collections; eventsQueue: Queue<DispatchEventData> },
   options: { nowMs: number; ageMs: number },
 ): Promise<{ redispatched: number }> {
-  const stale = await deps.collections.events
-    .find({ dispatched: false, created_ms: { $lt: options.nowMs - options.ageMs } }, { projection: { _id: 1 } })
+  const stale = await deps.collections.outbox
+    .find({ created_ms: { $lt: options.nowMs - options.ageMs } }, { projection: { _id: 1 } })
     .sort({ created_ms: 1 })
     .limit(BATCH)
     .toArray();
