@@ -43,6 +43,8 @@ export interface Config {
 
 /** Webhook delivery policy, as data (the worker's backoff strategy reads it). */
 export interface WebhookConfig {
+  /** Deliveries in flight per worker process; a hanging receiver holds one slot only. */
+  concurrency: number;
   /** Delays before each retry, in ms; the first attempt is immediate. */
   retrySchedule: number[];
   /** ±fraction applied to each delay. */
@@ -93,6 +95,7 @@ const schema = Joi.object({
   METRICS_PORT: Joi.number().integer().min(0).max(65535).default(0),
   PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).empty(''),
   WEBHOOK_RETRY_SCHEDULE_MS: msList.default(DEFAULT_RETRY_SCHEDULE_MS.join(',')),
+  WEBHOOK_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(50),
   WEBHOOK_JITTER: Joi.number().min(0).max(1).default(0.2),
   WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(10_000),
   WEBHOOK_RETRY_AFTER_MIN_MS: Joi.number().integer().min(0).default(5 * SECOND),
@@ -149,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     publicBaseUrl: value.PUBLIC_BASE_URL ? String(value.PUBLIC_BASE_URL).replace(/\/+$/, '') : null,
     apiKeyCacheMs: value.API_KEY_CACHE_MS,
     webhooks: {
+      concurrency: value.WEBHOOK_CONCURRENCY,
       retrySchedule: (value.WEBHOOK_RETRY_SCHEDULE_MS as string).split(',').map(Number),
       jitter: value.WEBHOOK_JITTER,
       timeoutMs: value.WEBHOOK_TIMEOUT_MS,

@@ -17,8 +17,6 @@ import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { deliverWebhook } from './webhooks/deliver.js';
 import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
 
-/** Deliveries in flight per worker process: a receiver that hangs holds one slot until the timeout. */
-const WEBHOOK_CONCURRENCY = 50;
 
 /** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s. */
 export function cappedBackoff(attemptsMade: number): number {
@@ -108,7 +106,7 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
       if (job.name === JOBS.deliverWebhook) return deliverWebhook({ collections: mongo.collections, config: config.webhooks, logger, now: Date.now }, job);
       throw new Error(`unknown webhooks job ${job.name}`);
     },
-    { ...common, concurrency: WEBHOOK_CONCURRENCY },
+    { ...common, concurrency: config.webhooks.concurrency },
   );
 
   const workers = [creates, maintenance, events, webhooks];
