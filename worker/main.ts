@@ -17,7 +17,6 @@ import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { deliverWebhook } from './webhooks/deliver.js';
 import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
 
-
 /** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s. */
 export function cappedBackoff(attemptsMade: number): number {
   return Math.min(250 * 2 ** Math.max(0, attemptsMade - 1), 10_000);
