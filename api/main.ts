@@ -30,6 +30,16 @@ async function main(): Promise<void> {
   const queues = Object.fromEntries(
     Object.values(QUEUES).map((name) => [name, new Queue(name, { connection: queueConnection, prefix: config.queuePrefix })]),
   );
+  // Without a listener BullMQ prints each reconnect failure as a raw stack trace on
+  // stderr. One JSON line per 10 s is enough: requests answer 503 meanwhile.
+  let queueErrorLoggedAt = 0;
+  for (const queue of Object.values(queues)) {
+    queue.on('error', (err) => {
+      if (Date.now() - queueErrorLoggedAt < 10_000) return;
+      queueErrorLoggedAt = Date.now();
+      logger.warn({ queue: queue.name, err: err.message }, 'queue connection error');
+    });
+  }
   const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs);
   const results = new ResultWaiter(subscriber, config.queuePrefix);
   const revocations = revocationsChannel(config.queuePrefix);
@@ -50,6 +60,12 @@ async function main(): Promise<void> {
     onRequest: (info) => http.observe(info),
   };
   const app = createApp(deps);
+  // handleErrors renders every error of ours; what arrives here comes from Bull
+  // Board's sub-app (its error handler emits on the app). Keep it in the JSON log
+  // rather than Koa's default multi-line stderr dump.
+  app.on('error', (err: Error, ctx?: { state?: { requestId?: string } }) => {
+    logger.warn({ request_id: ctx?.state?.requestId, err: err.message }, 'dashboard error');
+  });
   let shuttingDown = false;
   // Answers still being written. From SIGTERM on, every answer (those in flight
   // included) closes its connection, so clients stop reusing connections the api

@@ -2,7 +2,8 @@
 // token over the page, its assets and its JSON API; 404 when no token is configured.
 
 import test from 'ava';
-import { Service, type ApiResponse } from '../helpers/service.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import { Service, sleep, type ApiResponse } from '../helpers/service.js';
 
 let service: Service;
 
@@ -99,4 +100,19 @@ test('without ADMIN_TOKEN the dashboard does not exist: 404, even with credentia
     t.is(res.body.error.code, 'route_not_found', path);
     t.is(res.headers.get('www-authenticate'), null, path);
   }
+});
+
+test('with Redis down the dashboard answers an error, logged as one JSON line', async (t) => {
+  const redis = await startRedisServer();
+  t.teardown(() => redis.dispose());
+  const own = await Service.start({ workers: 0, redisUrl: redis.url });
+  t.teardown(() => own.stop());
+  await redis.stop();
+  const res = await own.request('GET', '/admin/queues/api/queues', { headers: basic('admin', own.adminToken) });
+  t.true(res.status >= 500, `status ${res.status}`);
+  t.false(res.text.includes('    at '), 'no stack trace in the answer');
+  await sleep(100);
+  const lines = own.api.output;
+  t.deepEqual(lines.filter((line) => !line.startsWith('{')), [], 'every log line is JSON');
+  t.true(lines.some((line) => line.includes('"dashboard error"')));
 });
