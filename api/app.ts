@@ -12,12 +12,18 @@ import { paymentIntentsRouter } from './routes/payment-intents.js';
 import { makeGuards } from './routes/shared.js';
 import { webhookEndpointsRouter } from './routes/webhook-endpoints.js';
 
-/** Records the matched route template for logs and metrics, before any guard runs. */
+/**
+ * Records the matched route template for logs and metrics. @koa/router sets it while
+ * routing, so it is read once the routers have run (errors included).
+ */
 function nameRoute(): Middleware<State> {
   return async (ctx, next) => {
-    const matched = (ctx as unknown as { _matchedRoute?: string | RegExp })._matchedRoute;
-    if (matched !== undefined) ctx.state.route = String(matched);
-    await next();
+    try {
+      await next();
+    } finally {
+      const matched = (ctx as unknown as { _matchedRoute?: string | RegExp })._matchedRoute;
+      if (matched !== undefined) ctx.state.route ??= String(matched);
+    }
   };
 }
 
@@ -48,10 +54,8 @@ export function createApp(deps: AppDeps): Koa<State> {
     ...((deps.extraRouters ?? []) as Array<Router<State>>),
   ];
   app.use(handleErrors(deps));
-  for (const router of routers) {
-    router.use(nameRoute());
-    app.use(router.routes());
-  }
+  app.use(nameRoute());
+  for (const router of routers) app.use(router.routes());
   app.use(unmatched(routers));
   return app;
 }

@@ -10,7 +10,7 @@ import { ApiKeyCache } from '../common/api-keys.js';
 import { loadConfig } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
 import { QUEUES, revocationsChannel } from '../common/jobs.js';
-import { createLogger } from '../common/logger.js';
+import { createLogger, logQueueErrors } from '../common/logger.js';
 import { connectMongo } from '../common/mongo.js';
 import { createRegistry, httpMetrics, queueDepthMetric } from '../common/metrics.js';
 import { createRedis } from '../common/redis.js';
@@ -30,16 +30,7 @@ async function main(): Promise<void> {
   const queues = Object.fromEntries(
     Object.values(QUEUES).map((name) => [name, new Queue(name, { connection: queueConnection, prefix: config.queuePrefix })]),
   );
-  // Without a listener BullMQ prints each reconnect failure as a raw stack trace on
-  // stderr. One JSON line per 10 s is enough: requests answer 503 meanwhile.
-  let queueErrorLoggedAt = 0;
-  for (const queue of Object.values(queues)) {
-    queue.on('error', (err) => {
-      if (Date.now() - queueErrorLoggedAt < 10_000) return;
-      queueErrorLoggedAt = Date.now();
-      logger.warn({ queue: queue.name, err: err.message }, 'queue connection error');
-    });
-  }
+  logQueueErrors(Object.values(queues), logger);
   const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs);
   const results = new ResultWaiter(subscriber, config.queuePrefix);
   const revocations = revocationsChannel(config.queuePrefix);

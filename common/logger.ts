@@ -17,3 +17,22 @@ export function createLogger(level: string, service: string): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
   });
 }
+
+/**
+ * Without an 'error' listener BullMQ prints each reconnect failure as a raw stack
+ * trace. One JSON warning per `everyMs` is enough while a dependency is down.
+ */
+export function logQueueErrors(
+  emitters: Array<{ name: string; on(event: 'error', listener: (err: Error) => void): unknown }>,
+  logger: Logger,
+  everyMs = 10_000,
+): void {
+  let loggedAt = 0;
+  for (const emitter of emitters) {
+    emitter.on('error', (err) => {
+      if (Date.now() - loggedAt < everyMs) return;
+      loggedAt = Date.now();
+      logger.warn({ queue: emitter.name, err: err.message }, 'queue connection error');
+    });
+  }
+}

@@ -5,7 +5,7 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import { loadConfig, type Config } from '../common/config.js';
 import { JOBS, QUEUES } from '../common/jobs.js';
-import { createLogger, type Logger } from '../common/logger.js';
+import { createLogger, logQueueErrors, type Logger } from '../common/logger.js';
 import { connectMongo, type Mongo } from '../common/mongo.js';
 import { createRedis } from '../common/redis.js';
 import { startWorkerMetrics } from './metrics.js';
@@ -39,6 +39,7 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
   });
   const webhooksQueue = new Queue(QUEUES.webhooks, { connection: redis, prefix });
   const maintenanceQueue = new Queue(QUEUES.maintenance, { connection: redis, prefix });
+  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue], logger);
   const deps = { collections: mongo.collections, redis, prefix, now: Date.now };
   const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {

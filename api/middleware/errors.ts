@@ -38,7 +38,8 @@ export function handleErrors(deps: AppDeps): Middleware<State> {
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
     } finally {
       const durationMs = performance.now() - started;
-      const route = ctx.state.route ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
+      // Never the raw path: it holds ids, and would make one metric series per object.
+      const route = ctx.state.route ?? 'unmatched';
       deps.logger.info(
         {
           request_id: requestId,
