@@ -14,6 +14,7 @@
  * Configured like the api (PORT, HOST, MONGODB_URL, MONGODB_DB, OPERATORS,
  * DEFAULT_CURRENCY); prints `baseline listening` on stdout once it listens.
  */
+import { createdEventJson } from '../common/events.js';
 import { createServer } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -68,7 +69,7 @@ async function main(): Promise<void> {
         now: Math.floor(nowMs / 1000),
       });
       const id = ids.next('payment_intent');
-      const doc: PaymentIntentDoc = {
+      const fields: Omit<PaymentIntentDoc, 'created_event'> = {
         _id: id,
         project: 'bench',
         livemode: false,
@@ -84,6 +85,7 @@ async function main(): Promise<void> {
         created: Math.floor(nowMs / 1000),
         expires_at: input.expires_at,
       };
+      const doc: PaymentIntentDoc = { ...fields, created_event: createdEventJson(fields) };
       await mongo.collections.paymentIntents.insertOne(doc);
       ctx.type = 'application/json';
       ctx.body = JSON.stringify(presentPaymentIntent(doc, { withSecret: true }));

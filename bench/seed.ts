@@ -7,6 +7,7 @@
  * `created` matches the id. Several calls can stack older ranges under newer ones
  * (give each an `endMs` before the previous call's `startMs`).
  */
+import { createdEventJson } from '../common/events.js';
 import type { Db } from 'mongodb';
 import { DEFAULT_OPERATORS } from '../common/config.js';
 import { IdGenerator, randomBase62 } from '../common/ids.js';
@@ -42,7 +43,7 @@ const CURRENCIES = ['usd', 'eur', 'xof', 'kes', 'ngn'];
 function seededDoc(id: string, ms: number, i: number, project: string, livemode: boolean): PaymentIntentDoc {
   const created = Math.floor(ms / 1000);
   const selected = i % 3 === 0 ? (DEFAULT_OPERATORS[i % DEFAULT_OPERATORS.length] as string) : null;
-  return {
+  const fields: Omit<PaymentIntentDoc, 'created_event'> = {
     _id: id,
     project,
     livemode,
@@ -61,6 +62,7 @@ function seededDoc(id: string, ms: number, i: number, project: string, livemode:
     created,
     expires_at: created + 86_400,
   };
+  return { ...fields, created_event: createdEventJson(fields) };
 }
 
 /** Inserts `count` documents in unordered batches; returns the time range and a few ids. */

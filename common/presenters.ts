@@ -3,10 +3,10 @@
  * leaves the service: storage-only fields never do, and secrets only where asked.
  */
 import { fromPairs } from './metadata.js';
-import type { ApiKeyDoc, EventDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './mongo.js';
+import type { ApiKeyDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './mongo.js';
 
 /** `client_secret` only in the create response (and its idempotent replays). */
-export function presentPaymentIntent(doc: PaymentIntentDoc, options: { withSecret: boolean }) {
+export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event'>, options: { withSecret: boolean }) {
   return {
     id: doc._id,
     object: 'payment_intent' as const,
@@ -40,11 +40,6 @@ export function presentWebhookEndpoint(doc: WebhookEndpointDoc, options: { withS
     created: doc.created,
     ...(options.withSecret ? { secret: doc.secret } : {}),
   };
-}
-
-/** The event body, as stored: it is the exact JSON that webhooks deliver. */
-export function eventJson(doc: Pick<EventDoc, 'json'>): string {
-  return doc.json;
 }
 
 export function buildEventJson(event: {

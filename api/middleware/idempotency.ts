@@ -10,8 +10,9 @@
  *   401, 409, 429 and 503 answers leave nothing behind, so the client can retry.
  * - The Redis entry is the fast path: an in-flight lock (`SET NX PX`, so a crashed
  *   api process holds a key for at most the lock lifetime) and then a cache of the
- *   result. The source of truth is the durable result the worker writes in MongoDB
- *   before it caches it, so losing Redis never turns a retry into a duplicate.
+ *   result. The source of truth is MongoDB: the object itself carries its key (a
+ *   unique field), and presenting it again gives the recorded bytes. So losing Redis
+ *   never turns a retry into a duplicate.
  * - When may a Redis miss be trusted without asking MongoDB? Only while the epoch
  *   key exists and says so. It is created when missing (a new or emptied Redis) with
  *   the latest expiry of the results MongoDB holds at that moment: until then a miss
@@ -22,6 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { errors } from '../../common/errors.js';
 import { decodeEntry, encodeDone, redisKey, requestFingerprint, scopeHash } from '../../common/idempotency.js';
 import type { IdempotencyJobInfo, Scope } from '../../common/jobs.js';
+import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
 import type { AppDeps } from '../context.js';
 
 /** A recorded answer to send again. */
@@ -79,12 +81,15 @@ export class Idempotency {
 
   /** After Redis lost its data (or on first use): from when on is a miss the truth? */
   private async startEpoch(): Promise<void> {
-    const latest = await this.deps.mongo.collections.idempotencyResults
-      .find({}, { projection: { expires_at: 1 } })
-      .sort({ expires_at: -1 })
-      .limit(1)
-      .toArray();
-    const until = latest[0]?.expires_at ?? 0;
+    const c = this.deps.mongo.collections;
+    const latest = (collection: typeof c.paymentIntents | typeof c.webhookEndpoints) =>
+      (collection as typeof c.paymentIntents)
+        .find({ idem: { $exists: true } }, { projection: { idem_expires_at: 1 } })
+        .sort({ idem_expires_at: -1 })
+        .limit(1)
+        .toArray()
+        .then((docs) => docs[0]?.idem_expires_at ?? 0);
+    const until = Math.max(await latest(c.paymentIntents), await latest(c.webhookEndpoints));
     await this.deps.redis.set(this.epochKey, String(until), 'NX');
   }
 
@@ -116,24 +121,24 @@ export class Idempotency {
    */
   async lookupDurable(req: KeyedRequest): Promise<Lookup> {
     const c = this.deps.mongo.collections;
-    const record = await c.idempotencyResults.findOne({ _id: req.info.scopeHash });
-    if (!record || record.expires_at <= this.deps.now()) {
-      // Perhaps claimed by a job that has not finished: a retry re-enqueues under the
-      // same job id, which BullMQ deduplicates, and the worker ends on the pinned object.
-      const claim = await c.idempotency.findOne({ _id: req.info.scopeHash });
-      if (claim && claim.expires_at > this.deps.now() && claim.fingerprint !== req.info.fingerprint) {
-        throw errors.idempotencyKeyReused();
-      }
-      return { kind: 'new' };
+    const filter = { idem: req.info.scopeHash, idem_expires_at: { $gt: this.deps.now() } };
+    const pi = await c.paymentIntents.findOne(filter);
+    if (pi) return this.compareDurable(req, pi.idem_fp, JSON.stringify(presentPaymentIntent(pi, { withSecret: true })), pi.idem_expires_at);
+    const endpoint = await c.webhookEndpoints.findOne(filter);
+    if (endpoint) {
+      const body = JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true }));
+      return this.compareDurable(req, endpoint.idem_fp, body, endpoint.idem_expires_at);
     }
-    const replay = { status: record.status, body: record.body };
-    const ttl = record.expires_at - this.deps.now();
-    if (ttl > 0) {
-      await this.deps.redis
-        .set(req.redisKey, encodeDone(record.fingerprint, record.status, record.body), 'PX', ttl)
-        .catch(() => undefined);
+    return { kind: 'new' };
+  }
+
+  /** The stored object presented again is the recorded answer: the same bytes. */
+  private async compareDurable(req: KeyedRequest, fingerprint: string | undefined, body: string, expiresAt: number | undefined): Promise<Lookup> {
+    const ttl = (expiresAt ?? 0) - this.deps.now();
+    if (fingerprint && ttl > 0) {
+      await this.deps.redis.set(req.redisKey, encodeDone(fingerprint, 200, body), 'PX', ttl).catch(() => undefined);
     }
-    return this.compare(req, record.fingerprint, replay);
+    return this.compare(req, fingerprint ?? '', { status: 200, body });
   }
 
   private compare(req: KeyedRequest, recordedFingerprint: string, replay: Replay): Lookup {

@@ -1,24 +1,44 @@
 import Router from '@koa/router';
 import { errors } from '../../common/errors.js';
+import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import { isId } from '../../common/ids.js';
 import type { AppDeps, State } from '../context.js';
 import { parseListQuery } from '../schemas/lists.js';
 import { listPage } from '../services/lists.js';
 import { rejectQuery, sendJson, type Guards } from './shared.js';
 
-/** Events are stored as the exact JSON that webhooks deliver; it is served as is. */
+
+/**
+ * `evt_X` is the created event of `pi_X`. Events are stored as the exact JSON that webhooks deliver, in the document of the
+ * object they are about (written in the same insert), and served as they are.
+ */
 export function eventsRouter(deps: AppDeps, guards: Guards): Router<State> {
   const router = new Router<State>();
   const url = '/v1/events';
-  const events = deps.mongo.collections.events;
+  const paymentIntents = deps.mongo.collections.paymentIntents;
 
   router.get(url, ...guards.read, async (ctx) => {
     const query = parseListQuery(new URLSearchParams(ctx.querystring), { idKind: 'event', extra: { type: true } });
-    const body = await listPage(events, ctx.state.key!, query, {
-      url,
-      ...(query.type ? { filter: { type: query.type } } : {}),
-      present: (doc) => doc.json,
-    });
+    if (query.type !== null && query.type !== PAYMENT_INTENT_CREATED) {
+      // The only event type recorded so far; a cursor must still name an event.
+      const cursor = query.startingAfter ?? query.endingBefore;
+      const key = ctx.state.key!;
+      if (cursor !== null && !(await paymentIntents.findOne({ _id: objectIdOfCreatedEvent(cursor), project: key.project, livemode: key.livemode }, { projection: { _id: 1 } }))) {
+        throw errors.cursorMissing(query.startingAfter !== null ? 'starting_after' : 'ending_before', cursor);
+      }
+      sendJson(ctx, `{"object":"list","url":"${url}","has_more":false,"data":[]}`);
+      return;
+    }
+    const body = await listPage(
+      paymentIntents,
+      ctx.state.key!,
+      {
+        limit: query.limit,
+        startingAfter: query.startingAfter && objectIdOfCreatedEvent(query.startingAfter),
+        endingBefore: query.endingBefore && objectIdOfCreatedEvent(query.endingBefore),
+      },
+      { url, present: (doc) => doc.created_event, cursorIdOf: createdEventId },
+    );
     sendJson(ctx, body);
   });
 
@@ -26,9 +46,11 @@ export function eventsRouter(deps: AppDeps, guards: Guards): Router<State> {
     rejectQuery(ctx);
     const id = ctx.params.id as string;
     const key = ctx.state.key!;
-    const doc = isId('event', id) ? await events.findOne({ _id: id, project: key.project, livemode: key.livemode }) : null;
+    const doc = isId('event', id)
+      ? await paymentIntents.findOne({ _id: objectIdOfCreatedEvent(id), project: key.project, livemode: key.livemode }, { projection: { created_event: 1 } })
+      : null;
     if (!doc) throw errors.resourceMissing('event', id, 'id');
-    sendJson(ctx, doc.json);
+    sendJson(ctx, doc.created_event);
   });
 
   return router;

@@ -25,7 +25,14 @@ export async function listPage<T extends Scoped>(
   collection: Collection<T>,
   scope: Scope,
   query: PageQuery,
-  options: { url: string; filter?: Filter<T>; present: (doc: T) => string; projection?: Record<string, 0> },
+  options: {
+    url: string;
+    filter?: Filter<T>;
+    present: (doc: T) => string;
+    projection?: Record<string, 0>;
+    /** The id the client gave for a stored id, in errors (events are listed by their object's id). */
+    cursorIdOf?: (storedId: string) => string;
+  },
 ): Promise<string> {
   const base = { project: scope.project, livemode: scope.livemode, ...options.filter } as Filter<T>;
   const cursorId = query.startingAfter ?? query.endingBefore;
@@ -38,7 +45,7 @@ export async function listPage<T extends Scoped>(
       { _id: cursorId, project: scope.project, livemode: scope.livemode } as Filter<T>,
       { projection: { _id: 1 } },
     );
-    if (!exists) throw errors.cursorMissing(cursorParam(query), cursorId);
+    if (!exists) throw errors.cursorMissing(cursorParam(query), options.cursorIdOf?.(cursorId) ?? cursorId);
   }
   const filter = { ...base } as Record<string, unknown>;
   if (query.startingAfter !== null) filter._id = { [inline ? '$lte' : '$lt']: query.startingAfter };
@@ -49,7 +56,7 @@ export async function listPage<T extends Scoped>(
     .limit(query.limit + (inline ? 2 : 1))
     .toArray()) as unknown as T[];
   if (inline) {
-    if (docs[0]?._id !== cursorId) throw errors.cursorMissing(cursorParam(query), cursorId as string);
+    if (docs[0]?._id !== cursorId) throw errors.cursorMissing(cursorParam(query), options.cursorIdOf?.(cursorId as string) ?? (cursorId as string));
     docs = docs.slice(1);
   }
   const hasMore = docs.length > query.limit;

@@ -7,7 +7,7 @@ const pi: PaymentIntentDoc = {
   _id: 'pi_00VbYV85n9aIzXB1ggNYQfQ', project: 'acme', livemode: false, amount: 100, currency: 'usd', description: null,
   status: 'new', client_secret: 'pi_00VbYV85n9aIzXB1ggNYQfQ_secret_abc', automatic_operator: true,
   allowed_operators: ['wave'], selected_operator: null, metadata: toPairs(JSON.parse('{"a.b":"1","$c":"2","__proto__":"3"}')),
-  created: 1, expires_at: 2,
+  created: 1, expires_at: 2, created_event: '{}',
 };
 
 test('a payment intent is presented with the spec\'s fields only, storage fields never', (t) => {
@@ -15,6 +15,7 @@ test('a payment intent is presented with the spec\'s fields only, storage fields
   t.is(out.id, pi._id);
   t.is(out._id, undefined);
   t.is(out.project, undefined);
+  t.is(out.created_event, undefined);
   t.is(out.client_secret, undefined);
   t.is(out.next_action, null);
   t.is(JSON.stringify(out.metadata), '{"a.b":"1","$c":"2","__proto__":"3"}');

@@ -3,9 +3,9 @@
  * event whose dispatch a crash never enqueued (the outbox), are both delivered.
  */
 import test from 'ava';
-import type { EventDoc, OutboxDoc } from '../../common/mongo.js';
+import { createdEventId, createdEventJson } from '../../common/events.js';
 import { newId, randomBase62 } from '../../common/ids.js';
-import { buildEventJson } from '../../common/presenters.js';
+import type { OutboxDoc, PaymentIntentDoc } from '../../common/mongo.js';
 import { verifyWebhook } from '../../common/webhooks/verify.js';
 import { Service, uniqueName } from '../helpers/service.js';
 import { createEndpoint, createPaymentIntent, waitForAttempts } from './fixtures.js';
@@ -52,27 +52,21 @@ test('an event written but never dispatched (a crash before the enqueue) is pick
   const path = `/${project}`;
   const endpoint = await createEndpoint(service, key, receiver.url(path));
 
-  // The state a crash between the event write and the dispatch enqueue leaves behind.
-  const id = newId('event');
+  // The state a crash between the object write and the dispatch enqueue leaves behind.
+  const objectId = newId('payment_intent');
   const created = Math.floor(Date.now() / 1000);
-  const event: EventDoc = {
-    _id: id,
-    project,
-    livemode: false,
-    type: 'payment_intent.created',
-    created,
-    json: buildEventJson({
-      id,
-      type: 'payment_intent.created',
-      created,
-      livemode: false,
-      object: { id: `pi_${randomBase62(23)}`, object: 'payment_intent', amount: 700, currency: 'usd', status: 'new' },
-    }),
+  const fields: Omit<PaymentIntentDoc, 'created_event'> = {
+    _id: objectId, project, livemode: false, amount: 700, currency: 'usd', description: null, status: 'new',
+    client_secret: `${objectId}_secret_${randomBase62(24)}`, automatic_operator: true, allowed_operators: ['wave'],
+    selected_operator: null, metadata: [], created, expires_at: created + 86_400,
   };
+  const pi: PaymentIntentDoc = { ...fields, created_event: createdEventJson(fields) };
+  const id = createdEventId(objectId);
+  const event = { json: pi.created_event };
   const db = await service.db();
-  await db.collection<EventDoc>('events').insertOne(event);
+  await db.collection<PaymentIntentDoc>('payment_intents').insertOne(pi);
   await db.collection<OutboxDoc>('event_outbox').insertOne({
-    _id: id, project, livemode: false, type: event.type, json: event.json, created_ms: Date.now() - 5000,
+    _id: id, project, livemode: false, type: 'payment_intent.created', json: pi.created_event, created_ms: Date.now() - 5000,
   });
 
   const [delivery] = await receiver.waitFor(path);

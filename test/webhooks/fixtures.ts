@@ -1,7 +1,7 @@
 /** Real objects through the real API, for the webhook black-box tests. */
 import assert from 'node:assert/strict';
-import { createdEventId } from '../../worker/processors/create-payment-intent.js';
-import type { EventDoc, OutboxDoc } from '../../common/mongo.js';
+import { createdEventId, objectIdOfCreatedEvent } from '../../common/events.js';
+import type { OutboxDoc, PaymentIntentDoc } from '../../common/mongo.js';
 import type { Service } from '../helpers/service.js';
 import { until } from './receiver.js';
 
@@ -64,7 +64,7 @@ export async function waitForAttempts(service: Service, key: string, endpointId:
 export async function waitDispatched(service: Service, eventId: string): Promise<void> {
   const db = await service.db();
   await until(`${eventId} to be dispatched`, async () => {
-    const written = await db.collection<EventDoc>('events').countDocuments({ _id: eventId });
+    const written = await db.collection<PaymentIntentDoc>('payment_intents').countDocuments({ _id: objectIdOfCreatedEvent(eventId) });
     const pending = await db.collection<OutboxDoc>('event_outbox').countDocuments({ _id: eventId });
     return written === 1 && pending === 0 ? true : undefined;
   });

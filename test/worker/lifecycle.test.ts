@@ -31,7 +31,10 @@ test('with no worker: 503 processing_timeout; once a worker runs, the object exi
   await service.startWorker();
   const db = await service.db();
   const deadline = Date.now() + 15_000;
-  while ((await db.collection('idempotency_results').countDocuments({ project: 'no-worker' })) < 1 && Date.now() < deadline) await sleep(100);
+  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  t.teardown(() => queue.close());
+  // Both jobs done: the keyed result is recorded and cached.
+  while ((await queue.getJobCountByTypes('waiting', 'active', 'delayed')) > 0 && Date.now() < deadline) await sleep(100);
   while ((await db.collection('payment_intents').countDocuments({ project: 'no-worker' })) < 2 && Date.now() < deadline) await sleep(100);
 
   const retried = await service.request('POST', '/v1/payment_intents', {

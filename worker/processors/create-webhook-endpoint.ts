@@ -6,15 +6,17 @@
 import { randomBytes } from 'node:crypto';
 import type { Job } from 'bullmq';
 import type { CreateJobResult, CreateWebhookEndpointData } from '../../common/jobs.js';
-import type { WebhookEndpointDoc } from '../../common/mongo.js';
-import { insertOrRead } from '../../common/mongo.js';
 import { presentWebhookEndpoint } from '../../common/presenters.js';
+import { markScopeHooked } from '../webhooks/subscriptions.js';
 import { runCreate, type CreateDeps } from './create.js';
 
 export async function createWebhookEndpoint(deps: CreateDeps, job: Job<CreateWebhookEndpointData>): Promise<CreateJobResult> {
   const data = job.data;
-  return runCreate(deps, String(job.id), data, async (objectId) => {
-    const fresh: WebhookEndpointDoc = {
+  // Before the insert: an endpoint visible in MongoDB always has its scope marked.
+  await markScopeHooked(deps.redis, deps.prefix, data);
+  return runCreate(deps, String(job.id), data, {
+    collection: deps.collections.webhookEndpoints,
+    build: (objectId) => ({
       _id: objectId,
       project: data.project,
       livemode: data.livemode,
@@ -22,13 +24,12 @@ export async function createWebhookEndpoint(deps: CreateDeps, job: Job<CreateWeb
       enabled_events: data.input.enabled_events,
       description: data.input.description,
       metadata: data.input.metadata,
-      status: 'enabled',
+      status: 'enabled' as const,
       secret: `whsec_${randomBytes(24).toString('base64')}`,
       created: data.created,
       failing_since: null,
       disabled_reason: null,
-    };
-    const doc = await insertOrRead(deps.collections.webhookEndpoints, fresh);
-    return { id: doc._id, status: 200, body: JSON.stringify(presentWebhookEndpoint(doc, { withSecret: true })) };
+    }),
+    present: (doc) => JSON.stringify(presentWebhookEndpoint(doc, { withSecret: true })),
   });
 }

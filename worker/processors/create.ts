@@ -3,23 +3,25 @@
  *
  * - Exactly one object per job, and per idempotency key. The object is inserted
  *   with the id the api generated; a retried job (worker crash, stalled job, lost
- *   connection) hits the duplicate key and answers with the stored object. For a
- *   keyed request the first job to run claims a durable record that pins the object
- *   id, so even a second job for the same key (its first job long gone from Redis)
- *   ends on the same object.
- * - The result survives the api process: the durable result (MongoDB) holds the
- *   exact response body before the job completes, and the Redis cache of it is
- *   written, so a retry with the key replays it byte for byte. Both writes are
- *   inserts: on FerretDB an update would scan the collection.
+ *   connection) hits the duplicate `_id` and answers with the stored object. A keyed
+ *   object carries its key's hash in a unique field, so a second job for the same
+ *   key (its first job long gone from Redis) hits that instead and answers with the
+ *   object the key created.
+ * - One insert, so the object, its idempotency record and its created event exist
+ *   together or not at all. The response is the presentation of the stored
+ *   document, the same bytes every time; it is cached in Redis for the api's fast
+ *   path before the job completes, so a retry with the key replays it byte for byte
+ *   even if the api that asked has died.
  * - Infrastructure faults are thrown, so BullMQ retries the job; they are never
  *   recorded as the request's result.
  */
+import type { Collection, Filter, UpdateFilter } from 'mongodb';
 import type { Redis } from 'ioredis';
 import { errorBody } from '../../common/errors.js';
 import { encodeDone, redisKey } from '../../common/idempotency.js';
 import { resultsChannel, type CreateJobResult, type CreateResultMessage, type IdempotencyJobInfo, type Scope } from '../../common/jobs.js';
-import type { Collections, IdempotencyDoc, IdempotencyResultDoc } from '../../common/mongo.js';
-import { insertOrRead, isDuplicateKey } from '../../common/mongo.js';
+import type { Collections, IdempotencyFields } from '../../common/mongo.js';
+import { isDuplicateKey } from '../../common/mongo.js';
 
 export interface CreateDeps {
   collections: Collections;
@@ -29,12 +31,6 @@ export interface CreateDeps {
   now: () => number;
 }
 
-export interface CreateOutcome {
-  id: string;
-  status: number;
-  body: string;
-}
-
 interface CreateJobCommon extends Scope {
   id: string;
   requestId: string;
@@ -42,104 +38,86 @@ interface CreateJobCommon extends Scope {
   idempotency: IdempotencyJobInfo | null;
 }
 
-/**
- * Runs `create(objectId)` under the idempotency protocol and publishes the result.
- * `create` must be idempotent on `objectId` (insert, or read back what is stored).
- */
-export async function runCreate(
+type Stored = IdempotencyFields & Scope & { _id: string };
+
+export interface CreateSpec<D extends Stored> {
+  collection: Collection<D>;
+  /** The document to insert, without its idempotency fields. */
+  build(objectId: string): D;
+  /** The create response: the stored document presented with its secret. */
+  present(doc: D): string;
+  /** Runs once the object is stored (also on a retry): must be idempotent. */
+  after?(doc: D): Promise<void>;
+}
+
+const REUSED_MESSAGE =
+  'Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than the one used in the original request.';
+
+/** Inserts the object (or finds the one already stored), then publishes the answer. */
+export async function runCreate<D extends Stored>(
   deps: CreateDeps,
   jobId: string,
   data: CreateJobCommon,
-  create: (objectId: string) => Promise<CreateOutcome>,
+  spec: CreateSpec<D>,
 ): Promise<CreateJobResult> {
-  const outcome = data.idempotency
-    ? await createOnce(deps, data, data.idempotency, create)
-    : await create(data.id);
-  const message: CreateResultMessage = { jobId, status: outcome.status, body: outcome.body };
+  const idem = data.idempotency;
+  const found = await insertOnce(deps, data, spec);
+  let status: number;
+  let body: string;
+  let id: string | null = null;
+  if ('reused' in found) {
+    // Another request holds this key. Its record is not ours to replay.
+    status = 400;
+    body = errorBody({ code: 'idempotency_key_reused', message: REUSED_MESSAGE }, data.requestId, data.baseUrl);
+  } else {
+    await spec.after?.(found.doc);
+    status = 200;
+    body = spec.present(found.doc);
+    id = found.doc._id;
+    if (idem) await cacheResult(deps, idem, found.doc.idem_expires_at ?? idem.expiresAt, body);
+  }
+  const message: CreateResultMessage = { jobId, status, body };
   await deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message));
-  return { ok: outcome.status === 200, id: outcome.id, status: outcome.status };
+  return { ok: status === 200, id, status };
 }
 
-async function createOnce(
+async function insertOnce<D extends Stored>(
   deps: CreateDeps,
   data: CreateJobCommon,
-  idem: IdempotencyJobInfo,
-  create: (objectId: string) => Promise<CreateOutcome>,
-): Promise<CreateOutcome> {
-  const { claim: record, result } = await claim(deps, data, idem);
-  if (record.fingerprint !== idem.fingerprint) {
-    // Another request holds this key. Its record is not ours to touch or replay.
-    const body = errorBody(
-      {
-        code: 'idempotency_key_reused',
-        message:
-          'Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than the one used in the original request.',
-      },
-      data.requestId,
-      data.baseUrl,
-    );
-    return { id: record.object_id, status: 400, body };
-  }
-  if (result) {
-    await cacheResult(deps, idem, result.status, result.body);
-    return { id: result.object_id, status: result.status, body: result.body };
-  }
-  const outcome = await create(record.object_id);
-  const recorded = await insertOrRead(deps.collections.idempotencyResults, {
-    _id: idem.scopeHash,
-    project: data.project,
-    livemode: data.livemode,
-    fingerprint: record.fingerprint,
-    object_id: record.object_id,
-    status: outcome.status,
-    body: outcome.body,
-    expires_at: record.expires_at,
-  });
-  // A concurrent job for the key may have recorded first: its bytes are the answer.
-  await cacheResult(deps, idem, recorded.status, recorded.body);
-  return { id: recorded.object_id, status: recorded.status, body: recorded.body };
-}
-
-/**
- * Inserts the claim, or returns the live one already there with its result, if any.
- * The first insert is the common case and costs no query.
- */
-async function claim(
-  deps: CreateDeps,
-  data: CreateJobCommon,
-  idem: IdempotencyJobInfo,
-): Promise<{ claim: IdempotencyDoc; result: IdempotencyResultDoc | null }> {
-  const c = deps.collections;
+  spec: CreateSpec<D>,
+): Promise<{ doc: D } | { reused: true }> {
+  const idem = data.idempotency;
+  const fresh = spec.build(data.id);
+  if (idem) Object.assign(fresh, { idem: idem.scopeHash, idem_fp: idem.fingerprint, idem_expires_at: idem.expiresAt });
   for (let attempt = 0; attempt < 3; attempt++) {
-    const fresh: IdempotencyDoc = {
-      _id: idem.scopeHash,
-      project: data.project,
-      livemode: data.livemode,
-      key: idem.key,
-      fingerprint: idem.fingerprint,
-      object_id: data.id,
-      created_ms: deps.now(),
-      expires_at: idem.expiresAt,
-    };
     try {
-      await c.idempotency.insertOne(fresh);
-      return { claim: fresh, result: null };
+      await spec.collection.insertOne(fresh as Parameters<Collection<D>['insertOne']>[0]);
+      return { doc: fresh };
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
-    const existing = await c.idempotency.findOne({ _id: idem.scopeHash });
-    if (existing && existing.expires_at > deps.now()) {
-      return { claim: existing, result: await c.idempotencyResults.findOne({ _id: idem.scopeHash }) };
+    // Either this job ran before (same `_id`), or another object holds the key.
+    // Both look-ups scan on FerretDB; they happen only on retries and collisions.
+    if (idem) {
+      const holder = (await spec.collection.findOne({ idem: idem.scopeHash } as Filter<D>)) as D | null;
+      if (holder) {
+        if ((holder.idem_expires_at ?? 0) <= deps.now()) {
+          // Expired, and the sweeper has not freed it yet: free it and try again.
+          await spec.collection.updateOne({ _id: holder._id, idem: idem.scopeHash } as Filter<D>, { $unset: { idem: '' } } as unknown as UpdateFilter<D>);
+          continue;
+        }
+        if (holder.idem_fp !== idem.fingerprint) return { reused: true };
+        return { doc: holder };
+      }
     }
-    // Expired (the sweeper has not run yet): the key is free again.
-    await c.idempotencyResults.deleteOne({ _id: idem.scopeHash });
-    if (existing) await c.idempotency.deleteOne({ _id: idem.scopeHash, expires_at: existing.expires_at });
+    const same = (await spec.collection.findOne({ _id: data.id } as Filter<D>)) as D | null;
+    if (same) return { doc: same };
   }
-  throw new Error(`could not claim idempotency record ${idem.scopeHash}`);
+  throw new Error(`could not insert ${data.id}: duplicate key, yet no document holds it`);
 }
 
-async function cacheResult(deps: CreateDeps, idem: IdempotencyJobInfo, status: number, body: string): Promise<void> {
-  const ttl = idem.expiresAt - deps.now();
+async function cacheResult(deps: CreateDeps, idem: IdempotencyJobInfo, expiresAt: number, body: string): Promise<void> {
+  const ttl = expiresAt - deps.now();
   if (ttl <= 0) return;
-  await deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, status, body), 'PX', ttl);
+  await deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, 200, body), 'PX', ttl);
 }

@@ -1,11 +1,15 @@
 import type { Collections } from '../../common/mongo.js';
 
 /**
- * Deletes idempotency records past their lifetime (FerretDB has no TTL indexes).
- * Lookups already treat an expired record as absent; this only reclaims space.
+ * Frees idempotency keys past their lifetime (FerretDB has no TTL indexes): the
+ * object stays, its unique `idem` field goes, so the key may create anew. Lookups
+ * already treat an expired key as free; this keeps the unique index honest.
  */
-export async function sweepIdempotency(c: Collections, now: number): Promise<{ deleted: number; results: number }> {
-  const results = await c.idempotencyResults.deleteMany({ expires_at: { $lte: now } });
-  const claims = await c.idempotency.deleteMany({ expires_at: { $lte: now } });
-  return { deleted: claims.deletedCount, results: results.deletedCount };
+export async function sweepIdempotency(c: Collections, now: number): Promise<{ freed: number }> {
+  const expired = { idem: { $exists: true }, idem_expires_at: { $lte: now } };
+  const [pis, endpoints] = await Promise.all([
+    c.paymentIntents.updateMany(expired, { $unset: { idem: '' } }),
+    c.webhookEndpoints.updateMany(expired, { $unset: { idem: '' } }),
+  ]);
+  return { freed: pis.modifiedCount + endpoints.modifiedCount };
 }

@@ -6,7 +6,7 @@
  *   worker that dies mid-attempt leaves the job to be recovered as stalled and sent
  *   again, so a receiver may see a delivery twice, never zero times.
  * - The same `webhook-id` (the event id) on every attempt, and the same body: the
- *   event JSON the job carries (as stored in the events collection), byte for byte. Each attempt is signed afresh over exactly the
+ *   event JSON the job carries (as stored with its object), byte for byte. Each attempt is signed afresh over exactly the
  *   bytes it sends, with its own `webhook-timestamp`.
  * - Every attempt that gets an outcome is recorded in `webhook_attempts` (status or
  *   error kind, duration, the first 1 KiB of the response) before the job moves on.
@@ -44,7 +44,7 @@ export interface DeliverDeps {
 
 export type DeliverResult =
   | { delivered: true; attempt: number; http_status: number }
-  | { delivered: false; skipped: 'endpoint_missing' | 'endpoint_disabled' | 'event_missing' };
+  | { delivered: false; skipped: 'endpoint_missing' | 'endpoint_disabled' };
 
 /** What one attempt came to. */
 interface Outcome {
@@ -74,8 +74,7 @@ export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookD
   const endpoint = await c.webhookEndpoints.findOne({ _id: endpointId });
   if (!endpoint) return { delivered: false, skipped: 'endpoint_missing' };
   if (endpoint.status !== 'enabled') return { delivered: false, skipped: 'endpoint_disabled' };
-  const json = job.data.json ?? (await c.events.findOne({ _id: eventId }, { projection: { json: 1 } }))?.json;
-  if (json === undefined) return { delivered: false, skipped: 'event_missing' };
+  const json = job.data.json;
 
   const attempt = job.attemptsMade + 1;
   const body = Buffer.from(json, 'utf8');
