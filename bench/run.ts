@@ -363,8 +363,10 @@ async function cannon(load: Load): Promise<Measurement> {
     ];
   }
   const result = await autocannon(options);
+  const rps = result.requests.total / Math.max(result.duration, 0.001);
   return {
-    rps: round(result.requests.total / Math.max(result.duration, 0.001), 1),
+    // Lists at 1M take minutes per request: keep a few significant digits there.
+    rps: rps >= 10 ? round(rps, 1) : Number(rps.toPrecision(3)),
     p50_ms: round(result.latency.p50),
     p99_ms: round(result.latency.p99),
     non2xx: result.non2xx + result.errors,
@@ -752,14 +754,18 @@ async function main(): Promise<void> {
   const list = rows();
   const report = { machine: machine(), when, scenarios: list, rss_mb: rss };
   fs.mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
-  fs.writeFileSync(RESULTS_FILE, `${JSON.stringify(report, null, 2)}\n`);
+  const json = `${JSON.stringify(report, null, 2)}\n`;
+  fs.writeFileSync(RESULTS_FILE, json);
+  // A copy per run, since the next run (anyone's, in this tree) replaces latest.json.
+  const copy = path.join(path.dirname(RESULTS_FILE), `run-${when.replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(copy, json);
 
   const out: string[] = ['', table(list), ''];
   out.push(`RSS after S2 (MiB): api ${rss.api} -> ${rss.api_second_run}, worker ${rss.worker} -> ${rss.worker_second_run} (first -> second run)`);
   out.push(`Load average at the end: ${loadAverage()}`);
   out.push('', 'Goals (reported, not asserted):');
   for (const g of goals(list)) out.push(`  [${g.status.padEnd(7)}] ${g.goal}: ${g.detail}`);
-  out.push('', `Written to ${path.relative(process.cwd(), RESULTS_FILE)}`);
+  out.push('', `Written to ${path.relative(process.cwd(), RESULTS_FILE)} (and ${path.relative(process.cwd(), copy)})`);
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
