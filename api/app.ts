@@ -1,16 +1,16 @@
 import Koa, { type Middleware } from 'koa';
-import type Router from '@koa/router';
+import Router from '@koa/router';
 import { errors } from '../common/errors.js';
 import type { AppDeps, State } from './context.js';
 import { authenticate, rateLimit } from './middleware/auth.js';
 import { parseJsonBody } from './middleware/body.js';
 import { handleErrors } from './middleware/errors.js';
 import { adminKeysRouter } from './routes/admin-keys.js';
-import { eventsRouter } from './routes/events.js';
+import { eventRoutes } from './routes/events.js';
 import { opsRouter } from './routes/ops.js';
-import { paymentIntentsRouter } from './routes/payment-intents.js';
+import { paymentIntentRoutes } from './routes/payment-intents.js';
 import { makeGuards } from './routes/shared.js';
-import { webhookEndpointsRouter } from './routes/webhook-endpoints.js';
+import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 /**
  * Records the matched route template for logs and metrics. @koa/router sets it while
@@ -45,11 +45,15 @@ function unmatched(routers: Array<Router<State>>): Middleware<State> {
 export function createApp(deps: AppDeps): Koa<State> {
   const app = new Koa<State>();
   const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseJsonBody() });
+  // One router for the public API, first: most requests are its, and each router
+  // costs a match per request.
+  const v1 = new Router<State>();
+  paymentIntentRoutes(v1, deps, guards);
+  webhookEndpointRoutes(v1, deps, guards);
+  eventRoutes(v1, deps, guards);
   const routers: Array<Router<State>> = [
+    v1,
     opsRouter(deps),
-    paymentIntentsRouter(deps, guards),
-    webhookEndpointsRouter(deps, guards),
-    eventsRouter(deps, guards),
     adminKeysRouter(deps),
     ...((deps.extraRouters ?? []) as Array<Router<State>>),
   ];

@@ -42,10 +42,11 @@ export function redisKey(prefix: string, hash: string): string {
 /** What Redis holds under `redisKey`: an in-flight lock, or a cached completed result. */
 export type CachedEntry =
   | { s: 'lock'; t: string }
-  | { s: 'done'; fp: string; status: number; body: string };
+  /** `exp`: epoch ms when the key expires. */
+  | { s: 'done'; fp: string; status: number; body: string; exp: number };
 
-export function encodeDone(fingerprint: string, status: number, body: string): string {
-  return JSON.stringify({ s: 'done', fp: fingerprint, status, body } satisfies CachedEntry);
+export function encodeDone(fingerprint: string, status: number, body: string, expiresAt: number): string {
+  return JSON.stringify({ s: 'done', fp: fingerprint, status, body, exp: expiresAt } satisfies CachedEntry);
 }
 
 export function decodeEntry(raw: string | null): CachedEntry | null {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 /** Base62 in ASCII order, so equal-length strings compare like the numbers they encode. */
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -80,13 +80,23 @@ export function idTime(id: string): number {
   return value;
 }
 
-/** A random base62 string of `length` characters (secrets, client secrets). */
+/** Random bytes are drawn in batches: one `randomFillSync` per 4 KiB, not one per id. */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function randomByte(): number {
+  if (poolOffset >= pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  return pool[poolOffset++] as number;
+}
+
+/** A random base62 string of `length` characters (secrets, client secrets, ids). */
 export function randomBase62(length: number): string {
-  const bytes = randomBytes(length * 2);
   let out = '';
-  for (let i = 0; out.length < length; i++) {
-    if (i >= bytes.length) return out + randomBase62(length - out.length);
-    const b = bytes[i] as number;
+  while (out.length < length) {
+    const b = randomByte();
     if (b < 248) out += ALPHABET[b % 62]; // 248 = 4 * 62: no modulo bias
   }
   return out;

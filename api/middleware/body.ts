@@ -5,6 +5,12 @@ import type { State } from '../context.js';
 
 export const BODY_LIMIT = 64 * 1024;
 
+/** `application/json`, any case, with or without parameters (`; charset=utf-8`). */
+export function isJsonType(contentType: string): boolean {
+  const semicolon = contentType.indexOf(';');
+  return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase() === 'application/json';
+}
+
 /**
  * Reads a JSON object body into `ctx.state.body`. An empty body is `{}`. A body
  * needs `Content-Type: application/json`, an explicitly different type is refused
@@ -13,7 +19,7 @@ export const BODY_LIMIT = 64 * 1024;
 export function parseJsonBody(): Middleware<State> {
   return async (ctx, next) => {
     const contentType = ctx.get('Content-Type');
-    const declaredJson = contentType === '' ? null : Boolean(ctx.is('application/json'));
+    const declaredJson = contentType === '' ? null : isJsonType(contentType);
     if (declaredJson === false) throw errors.contentTypeInvalid();
     let text: string;
     try {

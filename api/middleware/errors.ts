@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { ApiError, errorBody, errors } from '../../common/errors.js';
 import { isInfrastructureError } from '../../common/infra-errors.js';
 import type { AppDeps, State } from '../context.js';
+import { JSON_TYPE } from '../routes/shared.js';
 
 export function baseUrlOf(deps: AppDeps, ctx: { protocol: string; host: string }): string {
   return deps.config.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}`;
@@ -33,7 +34,7 @@ export function handleErrors(deps: AppDeps): Middleware<State> {
         deps.logger.error({ request_id: requestId, err }, 'unhandled error');
       }
       ctx.status = apiError.status;
-      ctx.type = 'application/json';
+      ctx.set('Content-Type', JSON_TYPE);
       ctx.body = errorBody(apiError.detail(), requestId, baseUrlOf(deps, ctx));
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
     } finally {

@@ -18,6 +18,9 @@
  *   the latest expiry of the results MongoDB holds at that moment: until then a miss
  *   is checked against MongoDB; after it, every live result is one that was cached
  *   since, so the miss is the truth. Losing Redis data loses the epoch too.
+ * - A completed result never changes until its key expires, so each api process
+ *   also keeps the ones it has read in memory (bounded), and replays them without
+ *   asking Redis.
  */
 import { randomBytes } from 'node:crypto';
 import { errors } from '../../common/errors.js';
@@ -47,11 +50,38 @@ local v = redis.call('GET', KEYS[1])
 if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+/** Completed results kept by an api process; the oldest go first past the bound. */
+const REPLAYS_KEPT = 10_000;
+
+interface KeptReplay extends Replay {
+  fingerprint: string;
+  expiresAt: number;
+}
+
+const instances = new WeakMap<AppDeps, Idempotency>();
+
 export class Idempotency {
   private readonly epochKey: string;
+  private readonly replays = new Map<string, KeptReplay>();
 
-  constructor(private readonly deps: AppDeps) {
+  /** One per app, so that its replay memory is shared by every request. */
+  static of(deps: AppDeps): Idempotency {
+    let instance = instances.get(deps);
+    if (!instance) {
+      instance = new Idempotency(deps);
+      instances.set(deps, instance);
+    }
+    return instance;
+  }
+
+  private constructor(private readonly deps: AppDeps) {
     this.epochKey = `${deps.config.queuePrefix}:idem:epoch`;
+  }
+
+  private keep(hash: string, fingerprint: string, replay: Replay, expiresAt: number): void {
+    if (expiresAt <= this.deps.now()) return;
+    if (this.replays.size >= REPLAYS_KEPT) this.replays.delete(this.replays.keys().next().value as string);
+    this.replays.set(hash, { ...replay, fingerprint, expiresAt });
   }
 
   describe(scope: Scope, key: string, method: string, path: string, body: unknown): KeyedRequest {
@@ -69,9 +99,18 @@ export class Idempotency {
 
   /** Before validation: is there a result to replay, or a request in flight? */
   async lookup(req: KeyedRequest): Promise<Lookup> {
+    const kept = this.replays.get(req.info.scopeHash);
+    if (kept) {
+      if (kept.expiresAt > this.deps.now()) return this.compare(req, kept.fingerprint, kept);
+      this.replays.delete(req.info.scopeHash);
+    }
     const [raw, epoch] = await this.deps.redis.mget(req.redisKey, this.epochKey);
     const entry = decodeEntry(raw ?? null);
-    if (entry?.s === 'done') return this.compare(req, entry.fp, { status: entry.status, body: entry.body });
+    if (entry?.s === 'done') {
+      const replay = { status: entry.status, body: entry.body };
+      if (entry.exp) this.keep(req.info.scopeHash, entry.fp, replay, entry.exp);
+      return this.compare(req, entry.fp, replay);
+    }
     if (entry?.s === 'lock') throw errors.idempotencyInFlight();
     if (epoch != null && Number(epoch) <= this.deps.now()) return { kind: 'new' };
     const found = await this.lookupDurable(req);
@@ -136,7 +175,7 @@ export class Idempotency {
   private async compareDurable(req: KeyedRequest, fingerprint: string | undefined, body: string, expiresAt: number | undefined): Promise<Lookup> {
     const ttl = (expiresAt ?? 0) - this.deps.now();
     if (fingerprint && ttl > 0) {
-      await this.deps.redis.set(req.redisKey, encodeDone(fingerprint, 200, body), 'PX', ttl).catch(() => undefined);
+      await this.deps.redis.set(req.redisKey, encodeDone(fingerprint, 200, body, expiresAt as number), 'PX', ttl).catch(() => undefined);
     }
     return this.compare(req, fingerprint ?? '', { status: 200, body });
   }

@@ -1,4 +1,4 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { errors } from '../../common/errors.js';
 import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import { isId } from '../../common/ids.js';
@@ -12,8 +12,8 @@ import { rejectQuery, sendJson, type Guards } from './shared.js';
  * `evt_X` is the created event of `pi_X`. Events are stored as the exact JSON that webhooks deliver, in the document of the
  * object they are about (written in the same insert), and served as they are.
  */
-export function eventsRouter(deps: AppDeps, guards: Guards): Router<State> {
-  const router = new Router<State>();
+/** Registers its routes on the shared `/v1` router. */
+export function eventRoutes(router: Router<State>, deps: AppDeps, guards: Guards): void {
   const url = '/v1/events';
   const paymentIntents = deps.mongo.collections.paymentIntents;
 
@@ -52,6 +52,4 @@ export function eventsRouter(deps: AppDeps, guards: Guards): Router<State> {
     if (!doc) throw errors.resourceMissing('event', id, 'id');
     sendJson(ctx, doc.created_event);
   });
-
-  return router;
 }

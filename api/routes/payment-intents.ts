@@ -1,4 +1,4 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { errors } from '../../common/errors.js';
 import { isId } from '../../common/ids.js';
 import { JOBS, type CreatePaymentIntentData, type PaymentIntentInput } from '../../common/jobs.js';
@@ -10,8 +10,8 @@ import { handleCreate } from '../services/create.js';
 import { listPage } from '../services/lists.js';
 import { rejectQuery, sendJson, type Guards } from './shared.js';
 
-export function paymentIntentsRouter(deps: AppDeps, guards: Guards): Router<State> {
-  const router = new Router<State>();
+/** Registers its routes on the shared `/v1` router. */
+export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards: Guards): void {
   const url = '/v1/payment_intents';
 
   router.post(url, ...guards.write, async (ctx) => {
@@ -48,6 +48,4 @@ export function paymentIntentsRouter(deps: AppDeps, guards: Guards): Router<Stat
     if (!doc) throw errors.resourceMissing('payment_intent', id, 'id');
     sendJson(ctx, JSON.stringify(presentPaymentIntent(doc, { withSecret: false })));
   });
-
-  return router;
 }

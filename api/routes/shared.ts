@@ -15,9 +15,12 @@ export function makeGuards(chain: { auth: Middleware<State>; rateLimit: Middlewa
   };
 }
 
+/** Set as is: `ctx.type =` would look the type up in the MIME database on every answer. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
 export function sendJson(ctx: Ctx, body: string, status = 200): void {
   ctx.status = status;
-  ctx.type = 'application/json';
+  ctx.set('Content-Type', JSON_TYPE);
   ctx.body = body;
 }
 

@@ -1,4 +1,4 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { errors } from '../../common/errors.js';
 import { isId } from '../../common/ids.js';
 import { JOBS, type CreateWebhookEndpointData, type WebhookEndpointInput } from '../../common/jobs.js';
@@ -10,8 +10,8 @@ import { handleCreate } from '../services/create.js';
 import { listPage } from '../services/lists.js';
 import { rejectQuery, sendJson, type Guards } from './shared.js';
 
-export function webhookEndpointsRouter(deps: AppDeps, guards: Guards): Router<State> {
-  const router = new Router<State>();
+/** Registers its routes on the shared `/v1` router. */
+export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guards: Guards): void {
   const url = '/v1/webhook_endpoints';
   const endpoints = deps.mongo.collections.webhookEndpoints;
 
@@ -60,6 +60,4 @@ export function webhookEndpointsRouter(deps: AppDeps, guards: Guards): Router<St
     });
     sendJson(ctx, body);
   });
-
-  return router;
 }

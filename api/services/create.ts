@@ -6,7 +6,7 @@ import { QUEUES, type IdempotencyJobInfo } from '../../common/jobs.js';
 import { parseIdempotencyKey } from '../schemas/idempotency-key.js';
 import type { AppDeps, Ctx } from '../context.js';
 import { baseUrlOf } from '../middleware/errors.js';
-import { rejectQuery } from '../routes/shared.js';
+import { rejectQuery, sendJson } from '../routes/shared.js';
 import { Idempotency, type KeyedRequest, type Replay } from '../middleware/idempotency.js';
 
 /** Every create job: retried on infrastructure faults until it completes. */
@@ -43,7 +43,7 @@ export async function handleCreate<Input, Data>(deps: AppDeps, ctx: Ctx, spec: C
   const key = ctx.state.key!;
   const body = ctx.state.body ?? {};
   const idempotencyKey = parseIdempotencyKey(ctx.headers['idempotency-key']);
-  const idempotency = new Idempotency(deps);
+  const idempotency = Idempotency.of(deps);
   let keyed: KeyedRequest | null = null;
   if (idempotencyKey !== null) {
     keyed = idempotency.describe(key, idempotencyKey, ctx.method, ctx.path, body);
@@ -90,7 +90,7 @@ export async function handleCreate<Input, Data>(deps: AppDeps, ctx: Ctx, spec: C
 
   const result = await waiting.result(deps.config.createTimeoutMs);
   if (result) {
-    send(ctx, result.status, result.body);
+    sendJson(ctx, result.body, result.status);
     return;
   }
   // No answer in time. The job goes on and records its result; free the key so a
@@ -98,18 +98,12 @@ export async function handleCreate<Input, Data>(deps: AppDeps, ctx: Ctx, spec: C
   if (keyed && token) {
     const late = await idempotency.lookupDurable(keyed).catch(() => null);
     await idempotency.release(keyed, token);
-    if (late?.kind === 'replay') return send(ctx, late.replay.status, late.replay.body);
+    if (late?.kind === 'replay') return sendJson(ctx, late.replay.body, late.replay.status);
   }
   throw errors.processingTimeout();
 }
 
-function send(ctx: Ctx, status: number, body: string): void {
-  ctx.status = status;
-  ctx.type = 'application/json';
-  ctx.body = body;
-}
-
 function sendReplay(ctx: Ctx, replay: Replay): void {
   ctx.set('Idempotent-Replayed', 'true');
-  send(ctx, replay.status, replay.body);
+  sendJson(ctx, replay.body, replay.status);
 }

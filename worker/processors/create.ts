@@ -119,5 +119,5 @@ async function insertOnce<D extends Stored>(
 async function cacheResult(deps: CreateDeps, idem: IdempotencyJobInfo, expiresAt: number, body: string): Promise<void> {
   const ttl = expiresAt - deps.now();
   if (ttl <= 0) return;
-  await deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, 200, body), 'PX', ttl);
+  await deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, 200, body, expiresAt), 'PX', ttl);
 }
