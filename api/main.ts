@@ -12,6 +12,7 @@ import { IdGenerator } from '../common/ids.js';
 import { QUEUES, revocationsChannel } from '../common/jobs.js';
 import { createLogger, logQueueErrors } from '../common/logger.js';
 import { connectMongo } from '../common/mongo.js';
+import { runShutdownSteps, type ShutdownStep } from '../common/shutdown.js';
 import { createRegistry, httpMetrics, queueDepthMetric } from '../common/metrics.js';
 import { createRedis } from '../common/redis.js';
 import { createApp } from './app.js';
@@ -85,20 +86,16 @@ async function main(): Promise<void> {
     const grace = setTimeout(() => server.closeAllConnections(), config.createTimeoutMs + 5000);
     await closed;
     clearTimeout(grace);
-    const steps: Array<[string, () => Promise<unknown>]> = [
-      ['results', () => results.close()],
-      ...Object.values(queues).map((q): [string, () => Promise<unknown>] => [`queue ${q.name}`, () => q.close()]),
-      ['redis (queues)', () => queueConnection.quit()],
-      ['redis', () => redis.quit()],
-      ['mongodb', () => mongo.client.close()],
-    ];
-    for (const [name, step] of steps) {
-      try {
-        await step();
-      } catch (err) {
-        logger.warn({ step: name, err: (err as Error).message }, 'shutdown step failed');
-      }
-    }
+    await runShutdownSteps(
+      [
+        ['results', () => results.close()],
+        ...Object.values(queues).map((q): ShutdownStep => [`queue ${q.name}`, () => q.close()]),
+        ['redis (queues)', () => queueConnection.quit()],
+        ['redis', () => redis.quit()],
+        ['mongodb', () => mongo.client.close()],
+      ],
+      logger,
+    );
     logger.info('api stopped');
     process.exit(0);
   };

@@ -7,6 +7,7 @@ import { loadConfig, type Config } from '../common/config.js';
 import { JOBS, QUEUES } from '../common/jobs.js';
 import { createLogger, logQueueErrors, type Logger } from '../common/logger.js';
 import { connectMongo, type Mongo } from '../common/mongo.js';
+import { runShutdownSteps, type ShutdownStep } from '../common/shutdown.js';
 import { createRedis } from '../common/redis.js';
 import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
@@ -121,22 +122,18 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
   return {
     async close() {
       // Let active jobs finish, then close the queues and connections; each step on its own.
-      const steps: Array<[string, () => Promise<unknown>]> = [
-        ...workers.map((w): [string, () => Promise<unknown>] => [`worker ${w.name}`, () => w.close()]),
-        ['events queue', () => eventsQueue.close()],
-        ['webhooks queue', () => webhooksQueue.close()],
-        ['maintenance queue', () => maintenanceQueue.close()],
-        ['redis', () => redis.quit()],
-        ['redis (bullmq)', () => workerConnection.quit()],
-        ['metrics', () => metrics.close()],
-      ];
-      for (const [name, step] of steps) {
-        try {
-          await step();
-        } catch (err) {
-          logger.warn({ step: name, err: (err as Error).message }, 'shutdown step failed');
-        }
-      }
+      await runShutdownSteps(
+        [
+          ...workers.map((w): ShutdownStep => [`worker ${w.name}`, () => w.close()]),
+          ['events queue', () => eventsQueue.close()],
+          ['webhooks queue', () => webhooksQueue.close()],
+          ['maintenance queue', () => maintenanceQueue.close()],
+          ['redis', () => redis.quit()],
+          ['redis (bullmq)', () => workerConnection.quit()],
+          ['metrics', () => metrics.close()],
+        ],
+        logger,
+      );
     },
   };
 }

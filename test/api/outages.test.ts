@@ -6,19 +6,9 @@
 import test from 'ava';
 import { startFerretDBServer } from '../helpers/ferretdb-server.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { Service, sleep, uniqueName } from '../helpers/service.js';
+import { Service, uniqueName, until } from '../helpers/service.js';
 
 const PI = '/v1/payment_intents';
-
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(150);
-  }
-}
 
 test('Redis down: 503 service_unavailable with Retry-After, not ready; back up: the same processes work again', async (t) => {
   const redis = await startRedisServer({ persistent: true });
@@ -42,7 +32,7 @@ test('Redis down: 503 service_unavailable with Retry-After, not ready; back up: 
   t.is((await service.request('GET', PI, { key })).status, 200);
 
   await redis.restart();
-  const after = await eventually('a create after Redis is back', async () => {
+  const after = await until('a create after Redis is back', async () => {
     const res = await service.request('POST', PI, { key, body: { amount: 2 }, headers: { 'Idempotency-Key': 'during-outage' } });
     return res.status === 200 ? res : undefined;
   });
@@ -71,7 +61,7 @@ test('MongoDB down: reads answer 503, a create waits and completes once MongoDB 
   t.is(create.status, 503, create.text);
 
   await mongo.restart();
-  const after = await eventually('the create to complete after MongoDB is back', async () => {
+  const after = await until('the create to complete after MongoDB is back', async () => {
     const res = await service.request('POST', PI, { key, body: { amount: 2 }, headers: { 'Idempotency-Key': 'mongo-outage' } });
     return res.status === 200 ? res : undefined;
   }, 60_000);

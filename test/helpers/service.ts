@@ -96,6 +96,22 @@ export class Proc {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Polls `fn` until it returns something other than undefined, or fails after
+ * `timeoutMs`. A throw counts as "not yet" (a dependency may be down meanwhile).
+ */
+export async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await Promise.resolve()
+      .then(fn)
+      .catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
 export interface ServiceOptions {
   /** Overrides of the stack's servers go in `env` (MONGODB_URL) or `redisUrl`. */
   workers?: number;

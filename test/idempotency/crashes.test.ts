@@ -6,19 +6,9 @@ import test from 'ava';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../../common/jobs.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { Service, sleep, uniqueName, type ApiResponse } from '../helpers/service.js';
+import { Service, sleep, uniqueName, until, type ApiResponse } from '../helpers/service.js';
 
 const PI = '/v1/payment_intents';
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** Retries with the same key until a 200, as a client following the README would. */
 async function retryUntilOk(service: Service, key: string, body: unknown, idempotencyKey: string): Promise<ApiResponse> {

@@ -88,13 +88,4 @@ export class Receiver {
 
 const ok: Script = () => ({ status: 200, body: 'ok' });
 
-/** Polls `fn` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+export { until } from '../helpers/service.js';
