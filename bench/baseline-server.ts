@@ -14,7 +14,6 @@
  * Configured like the api (PORT, HOST, MONGODB_URL, MONGODB_DB, OPERATORS,
  * DEFAULT_CURRENCY); prints `baseline listening` on stdout once it listens.
  */
-import { createdEventJson } from '../common/events.js';
 import { createServer } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -24,6 +23,7 @@ import type { State } from '../api/context.js';
 import { looksLikeKey } from '../common/api-keys.js';
 import { loadConfig } from '../common/config.js';
 import { ApiError, errors } from '../common/errors.js';
+import { createdEventJson } from '../common/events.js';
 import { IdGenerator, randomBase62 } from '../common/ids.js';
 import { connectMongo, type PaymentIntentDoc } from '../common/mongo.js';
 import { presentPaymentIntent } from '../common/presenters.js';

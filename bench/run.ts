@@ -207,7 +207,7 @@ function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(5).toString('hex')}`;
 }
 
-/** Resident set size of a process, in MiB, from /proc/<pid>/status. */
+/** The median, to 0.1; null for no values. */
 function median(values: number[]): number | null {
   if (values.length === 0) return null;
   const sorted = [...values].sort((x, y) => x - y);
@@ -216,6 +216,7 @@ function median(values: number[]): number | null {
   return Math.round(value * 10) / 10;
 }
 
+/** Resident set size of a process, in MiB, from /proc/<pid>/status. */
 function rssMb(pid: number): number | null {
   try {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');

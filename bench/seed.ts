@@ -7,9 +7,9 @@
  * `created` matches the id. Several calls can stack older ranges under newer ones
  * (give each an `endMs` before the previous call's `startMs`).
  */
-import { createdEventJson } from '../common/events.js';
 import type { Db } from 'mongodb';
 import { DEFAULT_OPERATORS } from '../common/config.js';
+import { createdEventJson } from '../common/events.js';
 import { IdGenerator, randomBase62 } from '../common/ids.js';
 import { collections, type PaymentIntentDoc } from '../common/mongo.js';
 
