@@ -21,6 +21,9 @@ export interface PaymentIntentDeps extends CreateDeps {
 
 export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<CreatePaymentIntentData>): Promise<CreateJobResult> {
   const data = job.data;
+  // Asked while the object is inserted: it depends on the scope only.
+  const hooked = scopeMayBeHooked(deps.redis, deps.prefix, deps.collections, data);
+  hooked.catch(() => undefined); // awaited below; this only keeps an early insert failure from leaving it unhandled
   return runCreate(deps, String(job.id), data, {
     collection: deps.collections.paymentIntents,
     build: (objectId) => {
@@ -43,13 +46,14 @@ export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<Crea
       return { ...doc, created_event: createdEventJson(doc) };
     },
     present: (doc) => JSON.stringify(presentPaymentIntent(doc, { withSecret: true })),
-    after: (doc) => dispatchCreatedEvent(deps, doc),
+    after: async (doc) => {
+      if (await hooked) await dispatchCreatedEvent(deps, doc);
+    },
   });
 }
 
 async function dispatchCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDoc): Promise<void> {
   const scope = { project: pi.project, livemode: pi.livemode };
-  if (!(await scopeMayBeHooked(deps.redis, deps.prefix, deps.collections, scope))) return;
   const id = createdEventId(pi._id);
   // On a retried job the entry may be written again after a dispatch removed it:
   // the redispatch finds the delivery jobs by their ids and adds none twice.

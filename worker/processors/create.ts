@@ -62,23 +62,29 @@ export async function runCreate<D extends Stored>(
 ): Promise<CreateJobResult> {
   const idem = data.idempotency;
   const found = await insertOnce(deps, data, spec);
-  let status: number;
-  let body: string;
-  let id: string | null = null;
   if ('reused' in found) {
     // Another request holds this key. Its record is not ours to replay.
-    status = 400;
-    body = errorBody({ code: 'idempotency_key_reused', message: REUSED_MESSAGE }, data.requestId, data.baseUrl);
-  } else {
-    await spec.after?.(found.doc);
-    status = 200;
-    body = spec.present(found.doc);
-    id = found.doc._id;
-    if (idem) await cacheResult(deps, idem, found.doc.idem_expires_at ?? idem.expiresAt, body);
+    const body = errorBody({ code: 'idempotency_key_reused', message: REUSED_MESSAGE }, data.requestId, data.baseUrl);
+    await deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify({ jobId, status: 400, body } satisfies CreateResultMessage));
+    return { ok: false, id: null, status: 400 };
   }
-  const message: CreateResultMessage = { jobId, status, body };
-  await deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message));
-  return { ok: status === 200, id, status };
+  // Before the answer: once a client has it, the event's dispatch moment is past.
+  await spec.after?.(found.doc);
+  const body = spec.present(found.doc);
+  const answer = deps.redis.pipeline();
+  if (idem) {
+    const expiresAt = found.doc.idem_expires_at ?? idem.expiresAt;
+    const ttl = expiresAt - deps.now();
+    if (ttl > 0) answer.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, 200, body, expiresAt), 'PX', ttl);
+  }
+  answer.publish(resultsChannel(deps.prefix), JSON.stringify({ jobId, status: 200, body } satisfies CreateResultMessage));
+  failOnReplyError(await answer.exec());
+  return { ok: true, id: found.doc._id, status: 200 };
+}
+
+/** A pipeline resolves even when a command in it failed: such a failure must fail the job. */
+function failOnReplyError(replies: Array<[Error | null, unknown]> | null): void {
+  for (const [err] of replies ?? []) if (err) throw err;
 }
 
 async function insertOnce<D extends Stored>(
@@ -114,10 +120,4 @@ async function insertOnce<D extends Stored>(
     if (same) return { doc: same };
   }
   throw new Error(`could not insert ${data.id}: duplicate key, yet no document holds it`);
-}
-
-async function cacheResult(deps: CreateDeps, idem: IdempotencyJobInfo, expiresAt: number, body: string): Promise<void> {
-  const ttl = expiresAt - deps.now();
-  if (ttl <= 0) return;
-  await deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, 200, body, expiresAt), 'PX', ttl);
 }
