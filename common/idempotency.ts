@@ -32,7 +32,16 @@ export function canonicalJson(value: unknown): string {
 
 /** "The same request": same method, same path, same JSON value. */
 export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`).digest('hex');
+  return fingerprintOf(canonicalRequest(method, path, body));
+}
+
+/** What the fingerprint hashes: two requests are the same when these strings are equal. */
+export function canonicalRequest(method: string, path: string, body: unknown): string {
+  return `${method.toUpperCase()} ${path}\n${canonicalJson(body)}`;
+}
+
+export function fingerprintOf(canonical: string): string {
+  return createHash('sha256').update(canonical).digest('hex');
 }
 
 export function redisKey(prefix: string, hash: string): string {

@@ -37,6 +37,8 @@ function encode(value: number, width: number): string {
 export class IdGenerator {
   private lastMs = -1;
   private counter = 0;
+  /** `lastMs` encoded: ids of one millisecond share it. */
+  private timePart = '';
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -53,8 +55,9 @@ export class IdGenerator {
     } else {
       this.counter = 0;
     }
+    if (ms !== this.lastMs || this.timePart === '') this.timePart = encode(ms, TIME_CHARS);
     this.lastMs = ms;
-    return `${ID_PREFIXES[kind]}_${encode(ms, TIME_CHARS)}${encode(this.counter, COUNTER_CHARS)}${randomBase62(RANDOM_CHARS)}`;
+    return `${ID_PREFIXES[kind]}_${this.timePart}${encode(this.counter, COUNTER_CHARS)}${randomBase62(RANDOM_CHARS)}`;
   }
 }
 

@@ -24,7 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { errors } from '../../common/errors.js';
-import { decodeEntry, encodeDone, redisKey, requestFingerprint, scopeHash } from '../../common/idempotency.js';
+import { canonicalRequest, decodeEntry, encodeDone, fingerprintOf, redisKey, scopeHash } from '../../common/idempotency.js';
 import type { IdempotencyJobInfo, Scope } from '../../common/jobs.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
 import type { AppDeps } from '../context.js';
@@ -40,8 +40,13 @@ export type Lookup =
   | { kind: 'new' };
 
 export interface KeyedRequest {
-  info: IdempotencyJobInfo;
-  redisKey: string;
+  /** The scope and key as a plain string: the key of the in-memory replays. */
+  memoryKey: string;
+  /** Method, path and canonical body: equal strings mean the same request. */
+  canonical: string;
+  /** Hashes, computed only when asked for (a replay from memory needs none). */
+  readonly info: IdempotencyJobInfo;
+  readonly redisKey: string;
 }
 
 /** Lua: delete the lock only if it is still ours (it may have expired and been retaken). */
@@ -54,7 +59,7 @@ return 0`;
 const REPLAYS_KEPT = 10_000;
 
 interface KeptReplay extends Replay {
-  fingerprint: string;
+  canonical: string;
   expiresAt: number;
 }
 
@@ -78,38 +83,48 @@ export class Idempotency {
     this.epochKey = `${deps.config.queuePrefix}:idem:epoch`;
   }
 
-  private keep(hash: string, fingerprint: string, replay: Replay, expiresAt: number): void {
+  /** Keeps a result this request has just been matched to (same fingerprint). */
+  private keep(req: KeyedRequest, replay: Replay, expiresAt: number): void {
     if (expiresAt <= this.deps.now()) return;
     if (this.replays.size >= REPLAYS_KEPT) this.replays.delete(this.replays.keys().next().value as string);
-    this.replays.set(hash, { ...replay, fingerprint, expiresAt });
+    this.replays.set(req.memoryKey, { ...replay, canonical: req.canonical, expiresAt });
   }
 
   describe(scope: Scope, key: string, method: string, path: string, body: unknown): KeyedRequest {
-    const hash = scopeHash(scope, key);
+    const canonical = canonicalRequest(method, path, body);
+    const expiresAt = this.deps.now() + this.deps.config.idempotencyTtlMs;
+    const prefix = this.deps.config.queuePrefix;
+    let info: IdempotencyJobInfo | undefined;
     return {
-      info: {
-        scopeHash: hash,
-        key,
-        fingerprint: requestFingerprint(method, path, body),
-        expiresAt: this.deps.now() + this.deps.config.idempotencyTtlMs,
+      memoryKey: `${scope.project}\n${scope.livemode ? 'live' : 'test'}\n${key}`,
+      canonical,
+      get info() {
+        info ??= { scopeHash: scopeHash(scope, key), key, fingerprint: fingerprintOf(canonical), expiresAt };
+        return info;
       },
-      redisKey: redisKey(this.deps.config.queuePrefix, hash),
+      get redisKey() {
+        return redisKey(prefix, this.info.scopeHash);
+      },
     };
   }
 
   /** Before validation: is there a result to replay, or a request in flight? */
   async lookup(req: KeyedRequest): Promise<Lookup> {
-    const kept = this.replays.get(req.info.scopeHash);
+    const kept = this.replays.get(req.memoryKey);
     if (kept) {
-      if (kept.expiresAt > this.deps.now()) return this.compare(req, kept.fingerprint, kept);
-      this.replays.delete(req.info.scopeHash);
+      if (kept.expiresAt > this.deps.now()) {
+        if (kept.canonical !== req.canonical) throw errors.idempotencyKeyReused();
+        return { kind: 'replay', replay: kept };
+      }
+      this.replays.delete(req.memoryKey);
     }
     const [raw, epoch] = await this.deps.redis.mget(req.redisKey, this.epochKey);
     const entry = decodeEntry(raw ?? null);
     if (entry?.s === 'done') {
       const replay = { status: entry.status, body: entry.body };
-      if (entry.exp) this.keep(req.info.scopeHash, entry.fp, replay, entry.exp);
-      return this.compare(req, entry.fp, replay);
+      const found = this.compare(req, entry.fp, replay);
+      if (entry.exp) this.keep(req, replay, entry.exp);
+      return found;
     }
     if (entry?.s === 'lock') throw errors.idempotencyInFlight();
     if (epoch != null && Number(epoch) <= this.deps.now()) return { kind: 'new' };
