@@ -35,6 +35,7 @@ export interface Scope {
 export interface IdempotencyJobInfo {
   /** sha256 of (project, livemode, key): the record's `_id` and the job id. */
   scopeHash: string;
+  /** Not needed by the worker; shown in the dashboard, where operators look for it. */
   key: string;
   fingerprint: string;
   /** Epoch ms when the key expires (48 h after the first request). */
@@ -108,8 +109,6 @@ export interface DeliverWebhookData {
    */
   json: string;
 }
-
-export type SweepData = Record<string, never>;
 
 /** Redis pub/sub channel on which workers publish create results to every api process. */
 export function resultsChannel(prefix: string): string {

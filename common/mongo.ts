@@ -152,6 +152,10 @@ export async function connectMongo(url: string, dbName: string, appName: string)
 }
 
 /** Indexes serving every query the service makes: scope, then newest first. */
+/**
+ * Indexes for every query (scope, then newest first) and the unique `idem` field.
+ * FerretDB enforces the unique ones on insert but uses none for queries; MongoDB uses all.
+ */
 export async function ensureIndexes(c: Collections): Promise<void> {
   const scoped = { project: 1, livemode: 1, _id: -1 } as const;
   // Sparse: only documents created with a key carry `idem`.
@@ -179,20 +183,4 @@ export async function insertOnce<T extends { _id: string }>(collection: Collecti
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
   }
-}
-
-/**
- * Inserts `doc`, or, when a document with its `_id` already exists (a retried job),
- * returns the stored one: the write is idempotent on the id.
- */
-export async function insertOrRead<T extends { _id: string }>(collection: Collection<T>, doc: T): Promise<T> {
-  try {
-    await collection.insertOne(doc as Parameters<Collection<T>['insertOne']>[0]);
-    return doc;
-  } catch (err) {
-    if (!isDuplicateKey(err)) throw err;
-  }
-  const stored = (await collection.findOne({ _id: doc._id } as Parameters<Collection<T>['findOne']>[0])) as T | null;
-  if (!stored) throw new Error(`document ${doc._id} vanished after a duplicate-key error`);
-  return stored;
 }

@@ -38,10 +38,6 @@ export class ResultWaiter {
     await this.subscriber.subscribe(this.channel);
   }
 
-  get pending(): number {
-    return this.waiters.size;
-  }
-
   /** Register before enqueueing, so a result that comes back at once is not missed. */
   register(jobId: string): Waiting {
     let resolveFn: ((m: CreateResultMessage | null) => void) | undefined;
