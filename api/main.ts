@@ -12,7 +12,7 @@ import { IdGenerator } from '../common/ids.js';
 import { QUEUES, revocationsChannel } from '../common/jobs.js';
 import { createLogger, logQueueErrors } from '../common/logger.js';
 import { connectMongo } from '../common/mongo.js';
-import { runShutdownSteps, type ShutdownStep } from '../common/shutdown.js';
+import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { createRegistry, httpMetrics, queueDepthMetric } from '../common/metrics.js';
 import { createRedis } from '../common/redis.js';
 import { createApp } from './app.js';
@@ -76,8 +76,7 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.port;
   logger.info({ url: `http://${config.host}:${port}` }, 'api listening');
 
-  const stop = async (signal: string) => {
-    if (shuttingDown) return;
+  stopOnSignals(async (signal) => {
     shuttingDown = true;
     for (const res of answering) res.shouldKeepAlive = false;
     logger.info({ signal, in_flight: answering.size }, 'api stopping: finishing in-flight requests');
@@ -98,12 +97,7 @@ async function main(): Promise<void> {
     );
     logger.info('api stopped');
     process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  });
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`api failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+runEntryPoint('api', main);

@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../common/config.js';
 import { JOBS, QUEUES } from '../common/jobs.js';
 import { createLogger, logQueueErrors, type Logger } from '../common/logger.js';
 import { connectMongo, type Mongo } from '../common/mongo.js';
-import { runShutdownSteps, type ShutdownStep } from '../common/shutdown.js';
+import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { createRedis } from '../common/redis.js';
 import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
@@ -143,21 +143,13 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'worker');
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-worker');
   const running = await startWorker(config, logger, mongo);
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  stopOnSignals(async (signal) => {
     logger.info({ signal }, 'worker stopping: finishing active jobs');
     await running.close();
     await mongo.client.close().catch(() => undefined);
     logger.info('worker stopped');
     process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  });
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`worker failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+runEntryPoint('worker', main);

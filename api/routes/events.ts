@@ -1,10 +1,9 @@
 import type Router from '@koa/router';
 import { errors } from '../../common/errors.js';
 import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
-import { isId } from '../../common/ids.js';
 import type { AppDeps, State } from '../context.js';
 import { parseListQuery } from '../schemas/lists.js';
-import { listPage } from '../services/lists.js';
+import { findInScope, listPage } from '../services/lists.js';
 import { rejectQuery, sendJson, type Guards } from './shared.js';
 
 
@@ -44,12 +43,11 @@ export function eventRoutes(router: Router<State>, deps: AppDeps, guards: Guards
 
   router.get(`${url}/:id`, ...guards.read, async (ctx) => {
     rejectQuery(ctx);
-    const id = ctx.params.id as string;
-    const key = ctx.state.key!;
-    const doc = isId('event', id)
-      ? await paymentIntents.findOne({ _id: objectIdOfCreatedEvent(id), project: key.project, livemode: key.livemode }, { projection: { created_event: 1 } })
-      : null;
-    if (!doc) throw errors.resourceMissing('event', id, 'id');
+    const doc = await findInScope(paymentIntents, ctx.state.key!, ctx.params.id as string, {
+      kind: 'event',
+      projection: { created_event: 1 },
+      storedId: objectIdOfCreatedEvent,
+    });
     sendJson(ctx, doc.created_event);
   });
 }

@@ -1,13 +1,11 @@
 import type Router from '@koa/router';
-import { errors } from '../../common/errors.js';
-import { isId } from '../../common/ids.js';
 import { JOBS, type CreatePaymentIntentData, type PaymentIntentInput } from '../../common/jobs.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import type { AppDeps, State } from '../context.js';
 import { parseListQuery } from '../schemas/lists.js';
 import { parsePaymentIntentCreate } from '../schemas/payment-intents.js';
 import { handleCreate } from '../services/create.js';
-import { listPage } from '../services/lists.js';
+import { findInScope, listPage } from '../services/lists.js';
 import { rejectQuery, sendJson, type Guards } from './shared.js';
 
 /** Registers its routes on the shared `/v1` router. */
@@ -40,12 +38,9 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
 
   router.get(`${url}/:id`, ...guards.read, async (ctx) => {
     rejectQuery(ctx);
-    const id = ctx.params.id as string;
-    const key = ctx.state.key!;
-    const doc = isId('payment_intent', id)
-      ? await deps.mongo.collections.paymentIntents.findOne({ _id: id, project: key.project, livemode: key.livemode })
-      : null;
-    if (!doc) throw errors.resourceMissing('payment_intent', id, 'id');
+    const doc = await findInScope(deps.mongo.collections.paymentIntents, ctx.state.key!, ctx.params.id as string, {
+      kind: 'payment_intent',
+    });
     sendJson(ctx, JSON.stringify(presentPaymentIntent(doc, { withSecret: false })));
   });
 }

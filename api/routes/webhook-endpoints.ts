@@ -1,13 +1,11 @@
 import type Router from '@koa/router';
-import { errors } from '../../common/errors.js';
-import { isId } from '../../common/ids.js';
 import { JOBS, type CreateWebhookEndpointData, type WebhookEndpointInput } from '../../common/jobs.js';
 import { presentWebhookAttempt, presentWebhookEndpoint } from '../../common/presenters.js';
 import type { AppDeps, Ctx, State } from '../context.js';
 import { parseListQuery } from '../schemas/lists.js';
 import { parseWebhookEndpointCreate } from '../schemas/webhook-endpoints.js';
 import { handleCreate } from '../services/create.js';
-import { listPage } from '../services/lists.js';
+import { findInScope, listPage } from '../services/lists.js';
 import { rejectQuery, sendJson, type Guards } from './shared.js';
 
 /** Registers its routes on the shared `/v1` router. */
@@ -15,15 +13,8 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
   const url = '/v1/webhook_endpoints';
   const endpoints = deps.mongo.collections.webhookEndpoints;
 
-  async function findEndpoint(ctx: Ctx) {
-    const id = ctx.params.id as string;
-    const key = ctx.state.key!;
-    const doc = isId('webhook_endpoint', id)
-      ? await endpoints.findOne({ _id: id, project: key.project, livemode: key.livemode }, { projection: { secret: 0 } })
-      : null;
-    if (!doc) throw errors.resourceMissing('webhook_endpoint', id, 'id');
-    return doc;
-  }
+  const findEndpoint = (ctx: Ctx) =>
+    findInScope(endpoints, ctx.state.key!, ctx.params.id as string, { kind: 'webhook_endpoint', projection: { secret: 0 } });
 
   router.post(url, ...guards.write, async (ctx) => {
     await handleCreate<WebhookEndpointInput, CreateWebhookEndpointData>(deps, ctx, {

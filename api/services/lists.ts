@@ -1,5 +1,6 @@
 import type { Collection, Filter } from 'mongodb';
 import { errors } from '../../common/errors.js';
+import { isId, type IdKind } from '../../common/ids.js';
 import type { Scope } from '../../common/jobs.js';
 import { listEnvelopeJson } from '../../common/presenters.js';
 
@@ -67,4 +68,25 @@ export async function listPage<T extends Scoped>(
 
 function cursorParam(query: PageQuery): string {
   return query.startingAfter !== null ? 'starting_after' : 'ending_before';
+}
+
+/**
+ * The object `id` names in the caller's scope, or 404 `resource_missing` (param `id`):
+ * another project's object, or a malformed id, is as missing as an unknown one.
+ * `storedId` maps a public id to the stored one (an event lives in its object).
+ */
+export async function findInScope<T extends Scoped>(
+  collection: Collection<T>,
+  scope: Scope,
+  id: string,
+  options: { kind: IdKind; projection?: Record<string, 0 | 1>; storedId?: (id: string) => string },
+): Promise<T> {
+  const doc = isId(options.kind, id)
+    ? ((await collection.findOne(
+        { _id: options.storedId?.(id) ?? id, project: scope.project, livemode: scope.livemode } as Filter<T>,
+        options.projection ? { projection: options.projection } : {},
+      )) as T | null)
+    : null;
+  if (!doc) throw errors.resourceMissing(options.kind, id, 'id');
+  return doc;
 }
