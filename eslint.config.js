@@ -30,6 +30,24 @@ const nodeGlobals = Object.fromEntries(
   ].map((name) => [name, 'readonly']),
 );
 
+/**
+ * The architecture's import rules. api and worker never import each other, common
+ * imports neither, and inside api the arrows run one way: routes → handlers and
+ * queries → common, middleware → common. Flat config does not merge one rule across
+ * blocks (the last match wins), so each block lists every pattern that applies to it.
+ */
+const up = (dir) => ({ regex: `^(\\.\\./)+${dir}/`, message: `this layer must not import from ${dir}/` });
+const sibling = (dir) => ({ regex: `^\\.\\./${dir}/`, message: `this folder must not import from api/${dir}/` });
+const child = (dir) => ({ regex: `^\\./${dir}/`, message: `this module must not import from api/${dir}/` });
+const boundaries = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+const apiLayers = [
+  { files: ['api/middleware/**/*.ts'], patterns: ['routes', 'handlers', 'queries', 'idempotency'].map(sibling) },
+  { files: ['api/handlers/**/*.ts'], patterns: ['routes'].map(sibling) },
+  { files: ['api/queries/**/*.ts', 'api/schemas/**/*.ts'], patterns: ['routes', 'handlers', 'middleware', 'idempotency'].map(sibling) },
+  { files: ['api/idempotency/**/*.ts'], patterns: ['routes', 'handlers', 'middleware', 'queries'].map(sibling) },
+  { files: ['api/context.ts', 'api/respond.ts', 'api/result-waiter.ts'], patterns: ['routes', 'handlers', 'queries', 'middleware', 'idempotency'].map(child) },
+];
+
 const unusedVars = {
   args: 'after-used',
   argsIgnorePattern: '^_',
@@ -48,6 +66,10 @@ export default defineConfig([
       '@typescript-eslint/no-unused-vars': ['error', unusedVars],
     },
   },
+  { files: ['common/**/*.ts'], rules: boundaries([up('api'), up('worker')]) },
+  { files: ['worker/**/*.ts'], rules: boundaries([up('api')]) },
+  { files: ['api/**/*.ts'], rules: boundaries([up('worker')]) },
+  ...apiLayers.map(({ files, patterns }) => ({ files, rules: boundaries([up('worker'), ...patterns]) })),
   {
     files: ['**/*.{js,mjs,cjs}'],
     extends: [js.configs.recommended],

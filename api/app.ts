@@ -2,14 +2,17 @@ import Koa, { type Middleware } from 'koa';
 import Router from '@koa/router';
 import { errors } from '../common/errors.js';
 import type { AppDeps, State } from './context.js';
-import { authenticate, rateLimit } from './middleware/auth.js';
+import { createHandler } from './handlers/create.js';
+import { IdempotencyStore } from './idempotency/store.js';
+import { authenticate } from './middleware/auth.js';
 import { parseJsonBody } from './middleware/body.js';
 import { handleErrors } from './middleware/errors.js';
+import { makeGuards } from './middleware/guards.js';
+import { rateLimit } from './middleware/rate-limit.js';
 import { adminKeysRouter } from './routes/admin-keys.js';
 import { eventRoutes } from './routes/events.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
-import { makeGuards } from './routes/shared.js';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 /**
@@ -45,11 +48,13 @@ function unmatched(routers: Array<Router<State>>): Middleware<State> {
 export function createApp(deps: AppDeps): Koa<State> {
   const app = new Koa<State>();
   const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseJsonBody() });
+  const idempotency = new IdempotencyStore({ config: deps.config, redis: deps.redis, collections: deps.mongo.collections, now: deps.now });
+  const create = createHandler(deps, idempotency);
   // One router for the public API, first: most requests are its, and each router
   // costs a match per request.
   const v1 = new Router<State>();
-  paymentIntentRoutes(v1, deps, guards);
-  webhookEndpointRoutes(v1, deps, guards);
+  paymentIntentRoutes(v1, deps, guards, create);
+  webhookEndpointRoutes(v1, deps, guards, create);
   eventRoutes(v1, deps, guards);
   const routers: Array<Router<State>> = [
     v1,

@@ -12,6 +12,7 @@ import { loadConfig } from '../common/config.js';
 import { connectMongo } from '../common/mongo.js';
 import { presentApiKey } from '../common/presenters.js';
 import { createRedis, waitReady } from '../common/redis.js';
+import { IdGenerator } from '../common/ids.js';
 
 const USAGE = `usage:
   cli keys create --project NAME [--live] [--json]
@@ -33,12 +34,13 @@ async function main(): Promise<void> {
   if (group !== 'keys' || !command) fail('unknown command');
   const config = loadConfig(process.env, { needRedis: false });
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-cli');
+  const keyStore = { collections: mongo.collections, ids: new IdGenerator(Date.now), now: Date.now };
   const print = (value: unknown, text: string) => process.stdout.write(values.json ? `${JSON.stringify(value)}\n` : `${text}\n`);
   try {
     if (command === 'create') {
       const project = values.project ?? fail('--project is required');
       if (!PROJECT_PATTERN.test(project)) fail(`invalid project name: ${project}`);
-      const { doc, secret } = await issueKey(mongo.collections, project, values.live);
+      const { doc, secret } = await issueKey(keyStore, project, values.live);
       print(presentApiKey(doc, secret), `${doc._id}  ${doc.livemode ? 'live' : 'test'}  project=${project}\n${secret}`);
     } else if (command === 'list') {
       const docs = values.project ? await listKeys(mongo.collections, values.project) : await mongo.collections.apiKeys.find({}).sort({ _id: -1 }).toArray();
@@ -48,9 +50,9 @@ async function main(): Promise<void> {
       );
     } else if (command === 'revoke') {
       const id = arg ?? fail('the key id is required');
-      const redis = process.env.REDIS_URL ? createRedis(config.redisUrl, 'command', 'cli') : null;
+      const redis = process.env.REDIS_URL ? createRedis(config.redisUrl, 'failFast', 'cli') : null;
       if (redis) await waitReady(redis, 3000).catch(() => undefined);
-      const doc = await revokeKey(mongo.collections, redis?.status === 'ready' ? redis : null, config.queuePrefix, id);
+      const doc = await revokeKey(keyStore, redis?.status === 'ready' ? redis : null, config.queuePrefix, id);
       redis?.disconnect();
       if (!doc) fail(`no such key: ${id}`);
       print(presentApiKey(doc), `${doc._id} revoked`);

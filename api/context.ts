@@ -1,21 +1,22 @@
 import type { ParameterizedContext } from 'koa';
 import type Router from '@koa/router';
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { ApiKeyCache } from '../common/api-keys.js';
 import type { Config } from '../common/config.js';
 import type { IdGenerator } from '../common/ids.js';
+import type { Queues } from '../common/jobs.js';
 import type { Logger } from '../common/logger.js';
-import type { ApiKeyDoc, Mongo } from '../common/mongo.js';
-import type { ResultWaiter } from './services/results.js';
+import type { ApiKeyDoc } from '../common/documents.js';
+import type { Mongo } from '../common/mongo.js';
+import type { ResultWaiter } from './result-waiter.js';
 
 /** Everything the api needs, built in main.ts (or by a test) and injected. */
 export interface AppDeps {
   config: Config;
-  /** Command connection (fails fast while Redis is down). */
+  /** Fail-fast command connection: a request answers 503 while Redis is down. */
   redis: Redis;
-  /** Every queue of the service, by name; the creates queue is used to enqueue. */
-  queues: Record<string, Queue>;
+  /** Every queue of the service, typed from the job contract; the creates queue is used to enqueue. */
+  queues: Queues;
   results: ResultWaiter;
   mongo: Mongo;
   keys: ApiKeyCache;

@@ -5,11 +5,10 @@
  * clients, each step on its own.
  */
 import { createServer, type ServerResponse } from 'node:http';
-import { Queue } from 'bullmq';
 import { ApiKeyCache } from '../common/api-keys.js';
 import { loadConfig } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
-import { QUEUES, revocationsChannel } from '../common/jobs.js';
+import { openQueues, revocationsChannel } from '../common/jobs.js';
 import { createLogger, logQueueErrors } from '../common/logger.js';
 import { connectMongo } from '../common/mongo.js';
 import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
@@ -19,20 +18,20 @@ import { createApp } from './app.js';
 import type { AppDeps } from './context.js';
 import { dashboardRouter } from './routes/dashboard.js';
 import { metricsRouter } from './routes/metrics.js';
-import { ResultWaiter } from './services/results.js';
+import { ResultWaiter } from './result-waiter.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'api');
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-api');
-  const redis = createRedis(config.redisUrl, 'command', 'api');
-  const subscriber = createRedis(config.redisUrl, 'blocking', 'api-subscriber');
-  const queueConnection = createRedis(config.redisUrl, 'command', 'api-queues');
-  const queues = Object.fromEntries(
-    Object.values(QUEUES).map((name) => [name, new Queue(name, { connection: queueConnection, prefix: config.queuePrefix })]),
-  );
-  logQueueErrors(Object.values(queues), logger);
-  const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs);
+  const redis = createRedis(config.redisUrl, 'failFast', 'api');
+  const subscriber = createRedis(config.redisUrl, 'patient', 'api-subscriber');
+  const queueConnection = createRedis(config.redisUrl, 'failFast', 'api-queues');
+  const queues = openQueues({ connection: queueConnection, prefix: config.queuePrefix });
+  const queueList = Object.values(queues);
+  logQueueErrors(queueList, logger);
+  const now = Date.now;
+  const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs, now);
   const results = new ResultWaiter(subscriber, config.queuePrefix);
   const revocations = revocationsChannel(config.queuePrefix);
   subscriber.on('message', (channel: string, hash: string) => {
@@ -45,10 +44,10 @@ async function main(): Promise<void> {
 
   const registry = createRegistry('api');
   const http = httpMetrics(registry);
-  queueDepthMetric(registry, Object.values(queues));
+  queueDepthMetric(registry, queueList);
   const deps: AppDeps = {
-    config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(), now: Date.now,
-    extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, Object.values(queues))],
+    config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,
+    extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList)],
     onRequest: (info) => http.observe(info),
   };
   const app = createApp(deps);
@@ -88,7 +87,7 @@ async function main(): Promise<void> {
     await runShutdownSteps(
       [
         ['results', () => results.close()],
-        ...Object.values(queues).map((q): ShutdownStep => [`queue ${q.name}`, () => q.close()]),
+        ...queueList.map((q): ShutdownStep => [`queue ${q.name}`, () => q.close()]),
         ['redis (queues)', () => queueConnection.quit()],
         ['redis', () => redis.quit()],
         ['mongodb', () => mongo.client.close()],

@@ -25,7 +25,8 @@ import { loadConfig } from '../common/config.js';
 import { ApiError, errors } from '../common/errors.js';
 import { createdEventJson } from '../common/events.js';
 import { IdGenerator, randomBase62 } from '../common/ids.js';
-import { connectMongo, type PaymentIntentDoc } from '../common/mongo.js';
+import type { PaymentIntentDoc } from '../common/documents.js';
+import { connectMongo } from '../common/mongo.js';
 import { presentPaymentIntent } from '../common/presenters.js';
 
 const CEILING_BODY = JSON.stringify({ object: 'ceiling', ok: true });
@@ -33,7 +34,7 @@ const CEILING_BODY = JSON.stringify({ object: 'ceiling', ok: true });
 async function main(): Promise<void> {
   const config = loadConfig(process.env, { needRedis: false });
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'bench-baseline');
-  const ids = new IdGenerator();
+  const ids = new IdGenerator(Date.now);
   const app = new Koa<State>();
   const router = new Router<State>();
 

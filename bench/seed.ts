@@ -11,7 +11,8 @@ import type { Db } from 'mongodb';
 import { DEFAULT_OPERATORS } from '../common/config.js';
 import { createdEventJson } from '../common/events.js';
 import { IdGenerator, randomBase62 } from '../common/ids.js';
-import { collections, type PaymentIntentDoc } from '../common/mongo.js';
+import type { PaymentIntentDoc } from '../common/documents.js';
+import { collections } from '../common/mongo.js';
 
 export interface SeedOptions {
   project: string;

@@ -4,9 +4,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { newId, randomBase62 } from './ids.js';
+import { randomBase62, type IdGenerator } from './ids.js';
 import { revocationsChannel } from './jobs.js';
-import type { ApiKeyDoc, Collections } from './mongo.js';
+import type { ApiKeyDoc } from './documents.js';
+import type { Collections } from './mongo.js';
 
 export const PROJECT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const KEY_PATTERN = /^sk_(test|live)_[0-9A-Za-z]{32,}$/;
@@ -20,22 +21,29 @@ export function looksLikeKey(secret: string): boolean {
   return KEY_PATTERN.test(secret);
 }
 
+/** What issuing and revoking need: the collections, an id generator and a clock (epoch ms). */
+export interface KeyStoreDeps {
+  collections: Collections;
+  ids: IdGenerator;
+  now: () => number;
+}
+
 export async function issueKey(
-  c: Collections,
+  deps: KeyStoreDeps,
   project: string,
   livemode: boolean,
 ): Promise<{ doc: ApiKeyDoc; secret: string }> {
   const secret = `sk_${livemode ? 'live' : 'test'}_${randomBase62(40)}`;
   const doc: ApiKeyDoc = {
-    _id: newId('api_key'),
+    _id: deps.ids.next('api_key'),
     project,
     livemode,
     hash: hashKey(secret),
     last4: secret.slice(-4),
-    created: Math.floor(Date.now() / 1000),
+    created: Math.floor(deps.now() / 1000),
     revoked_at: null,
   };
-  await c.apiKeys.insertOne(doc);
+  await deps.collections.apiKeys.insertOne(doc);
   return { doc, secret };
 }
 
@@ -47,8 +55,9 @@ export async function listKeys(c: Collections, project: string): Promise<ApiKeyD
  * Revokes a key and pushes the revocation to every api process, which drop it from
  * their caches at once. Returns null when there is no such key.
  */
-export async function revokeKey(c: Collections, redis: Redis | null, prefix: string, id: string): Promise<ApiKeyDoc | null> {
-  const now = Math.floor(Date.now() / 1000);
+export async function revokeKey(deps: KeyStoreDeps, redis: Redis | null, prefix: string, id: string): Promise<ApiKeyDoc | null> {
+  const c = deps.collections;
+  const now = Math.floor(deps.now() / 1000);
   await c.apiKeys.updateOne({ _id: id, revoked_at: null }, { $set: { revoked_at: now } });
   const doc = await c.apiKeys.findOne({ _id: id });
   if (doc && redis) await redis.publish(revocationsChannel(prefix), doc.hash);
@@ -65,7 +74,7 @@ export class ApiKeyCache {
   constructor(
     private readonly c: Collections,
     private readonly ttlMs: number,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number,
   ) {}
 
   /** The active key for this secret, or null when unknown or revoked. */

@@ -1,11 +1,25 @@
 /**
- * The `payment_intent.created` event: one per payment intent, stored in the object's
- * own document. Its id is the object's id re-prefixed, so each names the other.
+ * Events: the catalog, the `*` subscription, and the ids derived from an event
+ * (its dispatch job, its delivery jobs). Worker and api both read them from here.
+ *
+ * The `payment_intent.created` event is stored in the object's own document. Its id
+ * is the object's id re-prefixed, so each names the other.
  */
-import type { PaymentIntentDoc } from './mongo.js';
+import type { PaymentIntentDoc } from './documents.js';
 import { buildEventJson, presentPaymentIntent } from './presenters.js';
 
 export const PAYMENT_INTENT_CREATED = 'payment_intent.created';
+
+/** Every event type an endpoint can subscribe to. */
+export const EVENT_TYPES = [PAYMENT_INTENT_CREATED] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** In `enabled_events`: every type of the catalog. */
+export const ALL_EVENTS = '*';
+
+export function isEventType(value: string): value is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(value);
+}
 
 export function createdEventId(paymentIntentId: string): string {
   return `evt_${paymentIntentId.slice(paymentIntentId.indexOf('_') + 1)}`;
@@ -24,4 +38,14 @@ export function createdEventJson(doc: Omit<PaymentIntentDoc, 'created_event'>): 
     livemode: doc.livemode,
     object: presentPaymentIntent(doc, { withSecret: false }),
   });
+}
+
+/** One dispatch per event: enqueueing it again (a retry, the sweeper) adds nothing. */
+export function dispatchJobId(eventId: string): string {
+  return `dispatch-${eventId}`;
+}
+
+/** One delivery chain per (event, endpoint). */
+export function deliveryJobId(eventId: string, endpointId: string): string {
+  return `deliver-${eventId}-${endpointId}`;
 }

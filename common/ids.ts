@@ -40,7 +40,7 @@ export class IdGenerator {
   /** `lastMs` encoded: ids of one millisecond share it. */
   private timePart = '';
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number) {}
 
   next(kind: IdKind): string {
     let ms = this.now();
@@ -59,12 +59,6 @@ export class IdGenerator {
     this.lastMs = ms;
     return `${ID_PREFIXES[kind]}_${this.timePart}${encode(this.counter, COUNTER_CHARS)}${randomBase62(RANDOM_CHARS)}`;
   }
-}
-
-const shared = new IdGenerator();
-
-export function newId(kind: IdKind): string {
-  return shared.next(kind);
 }
 
 const ID_BODY = new RegExp(`^[0-9A-Za-z]{${ID_BODY_LENGTH}}$`);

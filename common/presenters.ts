@@ -3,7 +3,7 @@
  * leaves the service: storage-only fields never do, and secrets only where asked.
  */
 import { fromPairs } from './metadata.js';
-import type { ApiKeyDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './mongo.js';
+import type { ApiKeyDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 /** `client_secret` only in the create response (and its idempotent replays). */
 export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event'>, options: { withSecret: boolean }) {

@@ -1,17 +1,21 @@
 import { Redis, type RedisOptions } from 'ioredis';
 
 /**
- * Two kinds of connection: `command` connections fail fast while Redis is down (the
- * api answers 503 rather than queueing requests in memory), and `blocking` ones retry
- * forever, as BullMQ workers and subscribers need. Both reconnect by themselves.
+ * Two kinds of connection. `failFast` ones fail a command at once while Redis is
+ * down: the api answers 503 rather than queueing requests in memory, and a worker's
+ * job fails and is retried rather than hanging. `patient` ones queue commands and
+ * retry forever, as BullMQ workers, queues and subscribers need. Both reconnect by
+ * themselves.
  */
-export function createRedis(url: string, kind: 'command' | 'blocking', name: string): Redis {
+export type RedisKind = 'failFast' | 'patient';
+
+export function createRedis(url: string, kind: RedisKind, name: string): Redis {
   const options: RedisOptions = {
     connectionName: name,
     retryStrategy: (times) => Math.min(times * 100, 2000),
     lazyConnect: false,
   };
-  if (kind === 'command') {
+  if (kind === 'failFast') {
     options.enableOfflineQueue = false;
     options.maxRetriesPerRequest = 1;
   } else {

@@ -2,13 +2,14 @@
  * Worker process: creates, housekeeping, event dispatch and webhook delivery.
  * Any number of these run side by side against the same Redis and MongoDB.
  */
-import { Queue, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../common/config.js';
-import { JOBS, QUEUES } from '../common/jobs.js';
+import { IdGenerator } from '../common/ids.js';
+import { JOBS, openQueue, QUEUES, startTypedWorker, unknownJob } from '../common/jobs.js';
 import { createLogger, logQueueErrors, type Logger } from '../common/logger.js';
 import { connectMongo, type Mongo } from '../common/mongo.js';
-import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { createRedis } from '../common/redis.js';
+import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
@@ -23,28 +24,47 @@ export function cappedBackoff(attemptsMade: number): number {
   return Math.min(250 * 2 ** Math.max(0, attemptsMade - 1), 10_000);
 }
 
+/** The worker's Redis connections, built by the caller like its MongoDB. */
+export interface WorkerRedis {
+  /** Fail-fast: result publishing, the idempotency cache, subscription hints. A failure fails the job, which is retried. */
+  commands: Redis;
+  /** Patient: the queues this worker adds jobs to. */
+  queues: Redis;
+  /** Patient: BullMQ's blocking connection for its Workers. */
+  workers: Redis;
+}
+
+export interface WorkerDeps {
+  config: Config;
+  logger: Logger;
+  mongo: Mongo;
+  redis: WorkerRedis;
+  /** Epoch ms. */
+  now: () => number;
+  ids: IdGenerator;
+}
+
 export interface Running {
   close(): Promise<void>;
 }
 
-export async function startWorker(config: Config, logger: Logger, mongo: Mongo): Promise<Running> {
+export async function startWorker({ config, logger, mongo, redis, now, ids }: WorkerDeps): Promise<Running> {
   const prefix = config.queuePrefix;
-  const redis = createRedis(config.redisUrl, 'blocking', 'worker');
-  const workerConnection = createRedis(config.redisUrl, 'blocking', 'worker-bullmq');
+  const collections = mongo.collections;
   // Dispatch jobs retry infrastructure faults for a while, then the sweeper takes over;
   // a completed one is removed so the sweeper can add its id again.
-  const eventsQueue = new Queue(QUEUES.events, {
-    connection: redis,
+  const eventsQueue = openQueue(QUEUES.events, {
+    connection: redis.queues,
     prefix,
     defaultJobOptions: { attempts: 20, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: 1000 },
   });
-  const webhooksQueue = new Queue(QUEUES.webhooks, { connection: redis, prefix });
-  const maintenanceQueue = new Queue(QUEUES.maintenance, { connection: redis, prefix });
+  const webhooksQueue = openQueue(QUEUES.webhooks, { connection: redis.queues, prefix });
+  const maintenanceQueue = openQueue(QUEUES.maintenance, { connection: redis.queues, prefix });
   logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue], logger);
-  const deps = { collections: mongo.collections, redis, prefix, now: Date.now };
+  const createDeps = { collections, redis: redis.commands, prefix, now };
   const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {
-    connection: workerConnection,
+    connection: redis.workers,
     prefix,
     lockDuration: config.jobLockMs,
     stalledInterval: config.jobLockMs,
@@ -55,29 +75,32 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
     },
   };
 
-  const creates = new Worker(
+  const creates = startTypedWorker(
     QUEUES.creates,
-    async (job: Job) => {
+    async (job) => {
       switch (job.name) {
         case JOBS.createPaymentIntent:
-          return createPaymentIntent({ ...deps, eventsQueue }, job);
+          return createPaymentIntent({ ...createDeps, eventsQueue }, job);
         case JOBS.createWebhookEndpoint:
-          return createWebhookEndpoint(deps, job);
+          return createWebhookEndpoint(createDeps, job);
         default:
-          throw new Error(`unknown create job ${job.name}`);
+          return unknownJob(job);
       }
     },
     { ...common, concurrency: config.workerConcurrency },
   );
 
-  const maintenance = new Worker(
+  const maintenance = startTypedWorker(
     QUEUES.maintenance,
-    async (job: Job) => {
-      if (job.name === JOBS.sweepIdempotency) return sweepIdempotency(mongo.collections, Date.now());
-      if (job.name === JOBS.sweepEvents) {
-        return sweepEvents({ collections: mongo.collections, eventsQueue }, { nowMs: Date.now(), ageMs: config.webhooks.sweepAgeMs });
+    async (job) => {
+      switch (job.name) {
+        case JOBS.sweepIdempotency:
+          return sweepIdempotency(collections, now());
+        case JOBS.sweepEvents:
+          return sweepEvents({ collections, eventsQueue }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs });
+        default:
+          return unknownJob(job);
       }
-      throw new Error(`unknown maintenance job ${job.name}`);
     },
     { ...common, concurrency: 1 },
   );
@@ -92,20 +115,28 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
     { name: JOBS.sweepEvents, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
   );
 
-  const events = new Worker(
+  const events = startTypedWorker(
     QUEUES.events,
-    async (job: Job) => {
-      if (job.name === JOBS.dispatchEvent) return dispatchEvent({ collections: mongo.collections, webhooksQueue, config: config.webhooks }, job);
-      throw new Error(`unknown events job ${job.name}`);
+    async (job) => {
+      switch (job.name) {
+        case JOBS.dispatchEvent:
+          return dispatchEvent({ collections, webhooksQueue, config: config.webhooks }, job);
+        default:
+          return unknownJob(job);
+      }
     },
     { ...common, concurrency: config.workerConcurrency },
   );
 
-  const webhooks = new Worker(
+  const webhooks = startTypedWorker(
     QUEUES.webhooks,
-    async (job: Job) => {
-      if (job.name === JOBS.deliverWebhook) return deliverWebhook({ collections: mongo.collections, config: config.webhooks, logger, now: Date.now }, job);
-      throw new Error(`unknown webhooks job ${job.name}`);
+    async (job) => {
+      switch (job.name) {
+        case JOBS.deliverWebhook:
+          return deliverWebhook({ collections, config: config.webhooks, logger, now, ids }, job);
+        default:
+          return unknownJob(job);
+      }
     },
     { ...common, concurrency: config.webhooks.concurrency },
   );
@@ -121,15 +152,13 @@ export async function startWorker(config: Config, logger: Logger, mongo: Mongo):
 
   return {
     async close() {
-      // Let active jobs finish, then close the queues and connections; each step on its own.
+      // Let active jobs finish, then close the queues; each step on its own.
       await runShutdownSteps(
         [
           ...workers.map((w): ShutdownStep => [`worker ${w.name}`, () => w.close()]),
           ['events queue', () => eventsQueue.close()],
           ['webhooks queue', () => webhooksQueue.close()],
           ['maintenance queue', () => maintenanceQueue.close()],
-          ['redis', () => redis.quit()],
-          ['redis (bullmq)', () => workerConnection.quit()],
           ['metrics', () => metrics.close()],
         ],
         logger,
@@ -142,11 +171,23 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker');
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-worker');
-  const running = await startWorker(config, logger, mongo);
+  const redis: WorkerRedis = {
+    commands: createRedis(config.redisUrl, 'failFast', 'worker'),
+    queues: createRedis(config.redisUrl, 'patient', 'worker-queues'),
+    workers: createRedis(config.redisUrl, 'patient', 'worker-bullmq'),
+  };
+  const now = Date.now;
+  const running = await startWorker({ config, logger, mongo, redis, now, ids: new IdGenerator(now) });
   stopOnSignals(async (signal) => {
     logger.info({ signal }, 'worker stopping: finishing active jobs');
     await running.close();
-    await mongo.client.close().catch(() => undefined);
+    await runShutdownSteps(
+      [
+        ...Object.entries(redis).map(([name, client]): ShutdownStep => [`redis (${name})`, () => client.quit()]),
+        ['mongodb', () => mongo.client.close()],
+      ],
+      logger,
+    );
     logger.info('worker stopped');
     process.exit(0);
   });

@@ -2,11 +2,7 @@ import type { Middleware } from 'koa';
 import { ApiError, errorBody, errors } from '../../common/errors.js';
 import { isInfrastructureError } from '../../common/infra-errors.js';
 import type { AppDeps, State } from '../context.js';
-import { JSON_TYPE } from '../routes/shared.js';
-
-export function baseUrlOf(deps: AppDeps, ctx: { protocol: string; host: string }): string {
-  return deps.config.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}`;
-}
+import { baseUrlOf, JSON_TYPE } from '../respond.js';
 
 /**
  * First in the chain: gives every request its id, renders every error in the
@@ -35,7 +31,7 @@ export function handleErrors(deps: AppDeps): Middleware<State> {
       }
       ctx.status = apiError.status;
       ctx.set('Content-Type', JSON_TYPE);
-      ctx.body = errorBody(apiError.detail(), requestId, baseUrlOf(deps, ctx));
+      ctx.body = errorBody(apiError.detail(), requestId, baseUrlOf(deps.config, ctx));
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
     } finally {
       const durationMs = performance.now() - started;

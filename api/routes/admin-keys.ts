@@ -1,33 +1,12 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
 import Router from '@koa/router';
-import type { Middleware } from 'koa';
 import { issueKey, listKeys, PROJECT_PATTERN, revokeKey } from '../../common/api-keys.js';
 import { ApiError, errors } from '../../common/errors.js';
 import { presentApiKey, listEnvelopeJson } from '../../common/presenters.js';
 import type { AppDeps, State } from '../context.js';
+import { adminAuth } from '../middleware/admin-auth.js';
 import { parseJsonBody } from '../middleware/body.js';
-import { sendJson } from './shared.js';
-
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
-}
-
-/** Compares digests, so neither the length nor the content of the token leaks through timing. */
-export function tokenMatches(given: string, expected: string): boolean {
-  return timingSafeEqual(digest(given), digest(expected));
-}
-
-/** `Authorization: Bearer $ADMIN_TOKEN`; the admin API does not exist without a token configured. */
-function adminAuth(deps: AppDeps): Middleware<State> {
-  return async (ctx, next) => {
-    const expected = deps.config.adminToken;
-    if (!expected) throw errors.routeNotFound(ctx.method, ctx.path);
-    const match = /^Bearer +(\S+) *$/i.exec(ctx.get('Authorization'));
-    if (!match) throw errors.apiKeyMissing();
-    if (!tokenMatches(match[1] as string, expected)) throw errors.apiKeyInvalid();
-    await next();
-  };
-}
+import { sendJson } from '../respond.js';
+import { checkQueryNames } from '../schemas/query.js';
 
 function parseCreateKey(body: Record<string, unknown>): { project: string; livemode: boolean } {
   for (const name of Object.keys(body)) {
@@ -48,18 +27,18 @@ export function adminKeysRouter(deps: AppDeps): Router<State> {
   const router = new Router<State>();
   const url = '/admin/v1/api_keys';
   const c = deps.mongo.collections;
-  const auth = adminAuth(deps);
+  const auth = adminAuth(deps.config.adminToken);
+  const keyStore = { collections: c, ids: deps.ids, now: deps.now };
 
   router.post(url, auth, parseJsonBody(), async (ctx) => {
     const { project, livemode } = parseCreateKey(ctx.state.body ?? {});
-    const { doc, secret } = await issueKey(c, project, livemode);
+    const { doc, secret } = await issueKey(keyStore, project, livemode);
     sendJson(ctx, JSON.stringify(presentApiKey(doc, secret)));
   });
 
   router.get(url, auth, async (ctx) => {
     const params = new URLSearchParams(ctx.querystring);
-    for (const name of params.keys()) if (name !== 'project') throw errors.parameterUnknown(name);
-    if (params.getAll('project').length > 1) throw errors.parameterInvalid('project', 'give it once');
+    checkQueryNames(params, ['project']);
     const project = params.get('project');
     const docs = project === null ? await c.apiKeys.find({}).sort({ _id: -1 }).toArray() : await listKeys(c, project);
     sendJson(ctx, listEnvelopeJson(url, docs.map((d) => JSON.stringify(presentApiKey(d))), false));
@@ -67,7 +46,7 @@ export function adminKeysRouter(deps: AppDeps): Router<State> {
 
   router.delete(`${url}/:id`, auth, async (ctx) => {
     const id = ctx.params.id as string;
-    const doc = await revokeKey(c, deps.redis, deps.config.queuePrefix, id);
+    const doc = await revokeKey(keyStore, deps.redis, deps.config.queuePrefix, id);
     if (!doc) throw errors.resourceMissing('api_key', id, 'id');
     deps.keys.evict(doc.hash);
     sendJson(ctx, JSON.stringify(presentApiKey(doc)));

@@ -12,7 +12,7 @@ import Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import type { Middleware } from 'koa';
 import { ApiError, errors, type ErrorCode } from '../../common/errors.js';
-import { tokenMatches } from './admin-keys.js';
+import { tokenMatches } from '../middleware/admin-auth.js';
 
 type BoardServerAdapter = Parameters<typeof createBullBoard>[0]['serverAdapter'];
 

@@ -2,16 +2,17 @@ import type Router from '@koa/router';
 import { errors } from '../../common/errors.js';
 import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import type { AppDeps, State } from '../context.js';
+import type { Guards } from '../middleware/guards.js';
+import { findInScope, listPage } from '../queries/pages.js';
+import { sendJson } from '../respond.js';
 import { parseListQuery } from '../schemas/lists.js';
-import { findInScope, listPage } from '../services/lists.js';
-import { rejectQuery, sendJson, type Guards } from './shared.js';
-
+import { rejectQuery } from '../schemas/query.js';
 
 /**
- * `evt_X` is the created event of `pi_X`. Events are stored as the exact JSON that webhooks deliver, in the document of the
- * object they are about (written in the same insert), and served as they are.
+ * Registers its routes on the shared `/v1` router. `evt_X` is the created event of
+ * `pi_X`: events are stored as the exact JSON that webhooks deliver, in the document
+ * of the object they are about (written in the same insert), and served as they are.
  */
-/** Registers its routes on the shared `/v1` router. */
 export function eventRoutes(router: Router<State>, deps: AppDeps, guards: Guards): void {
   const url = '/v1/events';
   const paymentIntents = deps.mongo.collections.paymentIntents;
@@ -42,7 +43,7 @@ export function eventRoutes(router: Router<State>, deps: AppDeps, guards: Guards
   });
 
   router.get(`${url}/:id`, ...guards.read, async (ctx) => {
-    rejectQuery(ctx);
+    rejectQuery(ctx.querystring);
     const doc = await findInScope(paymentIntents, ctx.state.key!, ctx.params.id as string, {
       kind: 'event',
       projection: { created_event: 1 },

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { ERROR_CODES } from '../../common/errors.js';
 import type { AppDeps, State } from '../context.js';
-import { sendJson } from './shared.js';
+import { sendJson } from '../respond.js';
 
 async function check(probe: () => Promise<unknown>, timeoutMs = 1500): Promise<'ok' | 'unavailable'> {
   let timer: NodeJS.Timeout | undefined;

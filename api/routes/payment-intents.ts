@@ -1,19 +1,21 @@
 import type Router from '@koa/router';
-import { JOBS, type CreatePaymentIntentData, type PaymentIntentInput } from '../../common/jobs.js';
+import { JOBS } from '../../common/jobs.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import type { AppDeps, State } from '../context.js';
+import type { CreateHandler } from '../handlers/create.js';
+import type { Guards } from '../middleware/guards.js';
+import { findInScope, listPage } from '../queries/pages.js';
+import { sendJson } from '../respond.js';
 import { parseListQuery } from '../schemas/lists.js';
 import { parsePaymentIntentCreate } from '../schemas/payment-intents.js';
-import { handleCreate } from '../services/create.js';
-import { findInScope, listPage } from '../services/lists.js';
-import { rejectQuery, sendJson, type Guards } from './shared.js';
+import { rejectQuery } from '../schemas/query.js';
 
 /** Registers its routes on the shared `/v1` router. */
-export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards: Guards): void {
+export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: CreateHandler): void {
   const url = '/v1/payment_intents';
 
   router.post(url, ...guards.write, async (ctx) => {
-    await handleCreate<PaymentIntentInput, CreatePaymentIntentData>(deps, ctx, {
+    await create(ctx, {
       jobName: JOBS.createPaymentIntent,
       idKind: 'payment_intent',
       validate: (body) =>
@@ -37,7 +39,7 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
   });
 
   router.get(`${url}/:id`, ...guards.read, async (ctx) => {
-    rejectQuery(ctx);
+    rejectQuery(ctx.querystring);
     const doc = await findInScope(deps.mongo.collections.paymentIntents, ctx.state.key!, ctx.params.id as string, {
       kind: 'payment_intent',
     });

@@ -1,15 +1,17 @@
 import type Router from '@koa/router';
-import { JOBS, type CreateWebhookEndpointData, type WebhookEndpointInput } from '../../common/jobs.js';
+import { JOBS } from '../../common/jobs.js';
 import { presentWebhookAttempt, presentWebhookEndpoint } from '../../common/presenters.js';
 import type { AppDeps, Ctx, State } from '../context.js';
+import type { CreateHandler } from '../handlers/create.js';
+import type { Guards } from '../middleware/guards.js';
+import { findInScope, listPage } from '../queries/pages.js';
+import { sendJson } from '../respond.js';
 import { parseListQuery } from '../schemas/lists.js';
+import { rejectQuery } from '../schemas/query.js';
 import { parseWebhookEndpointCreate } from '../schemas/webhook-endpoints.js';
-import { handleCreate } from '../services/create.js';
-import { findInScope, listPage } from '../services/lists.js';
-import { rejectQuery, sendJson, type Guards } from './shared.js';
 
 /** Registers its routes on the shared `/v1` router. */
-export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guards: Guards): void {
+export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: CreateHandler): void {
   const url = '/v1/webhook_endpoints';
   const endpoints = deps.mongo.collections.webhookEndpoints;
 
@@ -17,7 +19,7 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
     findInScope(endpoints, ctx.state.key!, ctx.params.id as string, { kind: 'webhook_endpoint', projection: { secret: 0 } });
 
   router.post(url, ...guards.write, async (ctx) => {
-    await handleCreate<WebhookEndpointInput, CreateWebhookEndpointData>(deps, ctx, {
+    await create(ctx, {
       jobName: JOBS.createWebhookEndpoint,
       idKind: 'webhook_endpoint',
       validate: (body) => parseWebhookEndpointCreate(body, { livemode: ctx.state.key!.livemode }),
@@ -36,7 +38,7 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
   });
 
   router.get(`${url}/:id`, ...guards.read, async (ctx) => {
-    rejectQuery(ctx);
+    rejectQuery(ctx.querystring);
     const doc = await findEndpoint(ctx);
     sendJson(ctx, JSON.stringify(presentWebhookEndpoint(doc, { withSecret: false })));
   });

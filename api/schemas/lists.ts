@@ -1,7 +1,8 @@
 import { ApiError, errors } from '../../common/errors.js';
 import { isId, type IdKind } from '../../common/ids.js';
+import { EVENT_TYPES, isEventType } from '../../common/events.js';
+import { checkQueryNames } from './query.js';
 import { describeValue } from './validate.js';
-import { EVENT_TYPES, isEventType } from './webhook-endpoints.js';
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 100;
@@ -63,14 +64,7 @@ function parseType(value: string | null): string | null {
 export function parseListQuery(query: URLSearchParams, options: ListQueryOptions): ListQuery {
   const allowed = ['limit', 'starting_after', 'ending_before'];
   if (options.extra?.type) allowed.push('type');
-  const counts = new Map<string, number>();
-  for (const name of query.keys()) {
-    if (!allowed.includes(name)) throw errors.parameterUnknown(name);
-    counts.set(name, (counts.get(name) ?? 0) + 1);
-  }
-  for (const [name, count] of counts) {
-    if (count > 1) throw errors.parameterInvalid(name, 'the parameter is given more than once; give it once');
-  }
+  checkQueryNames(query, allowed);
   const limit = parseLimit(query.get('limit'));
   const startingAfter = parseCursor(query.get('starting_after'), options.idKind, 'starting_after');
   const endingBefore = parseCursor(query.get('ending_before'), options.idKind, 'ending_before');

@@ -1,10 +1,5 @@
-import Joi from 'joi';
-
-import { ApiError, errors, type ErrorCode } from '../../common/errors.js';
+import { ApiError, errors } from '../../common/errors.js';
 import { toPairs, type MetadataPairs } from '../../common/metadata.js';
-
-/** Nothing is coerced: `"12"` is not an integer and `"true"` is not a boolean. */
-export const JOI_OPTIONS: Joi.ValidationOptions = { convert: false, abortEarly: true };
 
 export const DESCRIPTION_MAX_LENGTH = 1000;
 export const METADATA_MAX_KEYS = 50;
@@ -53,109 +48,102 @@ export function rejectUnknownFields(body: Record<string, unknown>, allowed: read
   }
 }
 
-export interface JoiMapping {
-  /** Contract code per joi error type (e.g. `'number.min': 'amount_too_small'`), over the defaults. */
-  codes?: Partial<Record<string, ErrorCode>>;
-  /** Message per joi error type, over the generated one. */
-  messages?: Partial<Record<string, string>>;
+/**
+ * Field checks on the `errors` factories: each takes a client's value and its
+ * `param`, and returns the typed value or throws the contract's error. Nothing is
+ * coerced: `"12"` is not an integer and `"true"` is not a boolean.
+ */
+export function checkInteger(
+  value: unknown,
+  param: string,
+  range: { min: number; max: number; tooSmall?: () => ApiError; tooLarge?: () => ApiError; outOfRange?: string },
+): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw new ApiError(
+      'parameter_invalid_integer',
+      `Invalid integer: ${describeValue(value)}. The ${param} parameter must be a JSON integer (no quotes, no decimals).`,
+      param,
+    );
+  }
+  if (value < range.min) {
+    throw range.tooSmall?.() ?? new ApiError('parameter_out_of_range', range.outOfRange ?? `Invalid ${param}: ${describeValue(value)} is below the minimum of ${range.min}.`, param);
+  }
+  if (value > range.max) {
+    throw range.tooLarge?.() ?? new ApiError('parameter_out_of_range', range.outOfRange ?? `Invalid ${param}: ${describeValue(value)} is above the maximum of ${range.max}.`, param);
+  }
+  return value;
 }
 
-const DEFAULT_CODES: Record<string, ErrorCode> = {
-  'any.required': 'parameter_missing',
-  'object.unknown': 'parameter_unknown',
-  'object.base': 'parameter_invalid',
-  'number.base': 'parameter_invalid_integer',
-  'number.integer': 'parameter_invalid_integer',
-  'number.unsafe': 'parameter_invalid_integer',
-  'number.infinity': 'parameter_invalid_integer',
-  'number.min': 'parameter_out_of_range',
-  'number.max': 'parameter_out_of_range',
-  'number.greater': 'parameter_out_of_range',
-  'number.less': 'parameter_out_of_range',
-  'string.base': 'parameter_invalid_string',
-  'string.empty': 'parameter_invalid_empty',
-  'string.min': 'parameter_invalid_string',
-  'string.max': 'parameter_invalid_string',
-  'string.length': 'parameter_invalid_string',
-  'string.pattern.base': 'parameter_invalid_string',
-  'string.pattern.name': 'parameter_invalid_string',
-  'boolean.base': 'parameter_invalid_boolean',
-  'array.base': 'parameter_invalid',
-  'array.unique': 'parameter_invalid',
-};
-
-function defaultMessage(detail: Joi.ValidationErrorItem, param: string): string {
-  const context = detail.context ?? {};
-  const shown = describeValue(context.value);
-  switch (detail.type) {
-    case 'any.required':
-      return `Missing required param: ${param}.`;
-    case 'object.unknown':
-      return `Received unknown parameter: ${param}.`;
-    case 'number.base':
-    case 'number.integer':
-    case 'number.unsafe':
-    case 'number.infinity':
-      return `Invalid integer: ${shown}. The ${param} parameter must be a JSON integer (no quotes, no decimals).`;
-    case 'number.min':
-      return `Invalid ${param}: ${shown} is below the minimum of ${String(context.limit)}.`;
-    case 'number.max':
-      return `Invalid ${param}: ${shown} is above the maximum of ${String(context.limit)}.`;
-    case 'number.greater':
-      return `Invalid ${param}: ${shown} must be greater than ${String(context.limit)}.`;
-    case 'number.less':
-      return `Invalid ${param}: ${shown} must be less than ${String(context.limit)}.`;
-    case 'string.base':
-      return `Invalid string: ${shown}. The ${param} parameter must be a JSON string.`;
-    case 'string.empty':
-      return `Invalid ${param}: the string must not be empty.`;
-    case 'string.max':
-      return `Invalid ${param}: the string must be at most ${String(context.limit)} characters long.`;
-    case 'string.min':
-      return `Invalid ${param}: the string must be at least ${String(context.limit)} characters long.`;
-    case 'boolean.base':
-      return `Invalid boolean: ${shown}. The ${param} parameter must be true or false.`;
-    case 'array.base':
-      return `Invalid array: ${shown}. The ${param} parameter must be a JSON array.`;
-    case 'array.min':
-      return `Invalid ${param}: the array must have at least ${String(context.limit)} item(s).`;
-    case 'object.base':
-      return `Invalid object: ${shown}. The ${param} parameter must be a JSON object.`;
-    default:
-      return `Invalid ${param}: ${shown}.`;
+export function checkString(value: unknown, param: string): string {
+  if (typeof value !== 'string') {
+    throw new ApiError('parameter_invalid_string', `Invalid string: ${describeValue(value)}. The ${param} parameter must be a JSON string.`, param);
   }
+  return value;
+}
+
+export function checkStringOrNull(value: unknown, param: string): string | null {
+  return value === null ? null : checkString(value, param);
+}
+
+export function checkBoolean(value: unknown, param: string): boolean {
+  if (typeof value !== 'boolean') {
+    throw new ApiError('parameter_invalid_boolean', `Invalid boolean: ${describeValue(value)}. The ${param} parameter must be true or false.`, param);
+  }
+  return value;
+}
+
+/** A required field: absent is `parameter_missing`. */
+export function required(value: unknown, param: string): unknown {
+  if (value === undefined) throw errors.parameterMissing(param);
+  return value;
 }
 
 /**
- * Maps one joi error detail to the contract's error: the most specific code for
- * the joi error type, and `param` from the detail's path (`field`, `field[2]`,
- * `metadata[key]`).
+ * A non-empty array of distinct names from `catalog` (`allowed_operators`,
+ * `enabled_events`). `extra` names are accepted too (`*`). Absent → `fallback`.
  */
-export function fromJoiDetail(detail: Joi.ValidationErrorItem, mapping: JoiMapping = {}): ApiError {
-  const param = formatParam(detail.path);
-  let code = mapping.codes?.[detail.type] ?? DEFAULT_CODES[detail.type] ?? 'parameter_invalid';
-  if (detail.type === 'array.min' && mapping.codes?.['array.min'] === undefined) {
-    const value = detail.context?.value as unknown;
-    code = Array.isArray(value) && value.length === 0 ? 'parameter_invalid_empty' : 'parameter_invalid';
+export function parseDistinctNames(
+  value: unknown,
+  param: string,
+  options: {
+    catalog: readonly string[];
+    extra?: readonly string[];
+    fallback: string[];
+    /** What one item is, for messages: "operator name", "event type". */
+    noun: string;
+    /** The message of `parameter_invalid_empty`. */
+    emptyMessage: string;
+    notInCatalog: (itemParam: string, item: string) => ApiError;
+  },
+): string[] {
+  if (value === undefined) return options.fallback;
+  if (!Array.isArray(value)) {
+    throw new ApiError('parameter_invalid', `Invalid array: ${describeValue(value)}. The ${param} parameter must be an array of ${options.noun}s.`, param);
   }
-  const message = mapping.messages?.[detail.type] ?? defaultMessage(detail, param);
-  return new ApiError(code, message, param);
+  if (value.length === 0) {
+    throw new ApiError('parameter_invalid_empty', options.emptyMessage, param);
+  }
+  const seen = new Set<string>();
+  value.forEach((item: unknown, i) => {
+    const itemParam = `${param}[${i}]`;
+    if (typeof item !== 'string') {
+      throw new ApiError('parameter_invalid_string', `Invalid string: ${describeValue(item)}. ${capitalize(options.noun)}s are strings.`, itemParam);
+    }
+    if (!options.catalog.includes(item) && !options.extra?.includes(item)) throw options.notInCatalog(itemParam, item);
+    if (seen.has(item)) throw new ApiError('parameter_invalid', `Invalid ${itemParam}: ${describeValue(item)} is listed twice.`, itemParam);
+    seen.add(item);
+  });
+  return [...seen];
 }
 
-/** Validates one field's value with `schema` and returns it, or throws the mapped ApiError. */
-export function checkField<T>(schema: Joi.Schema<T>, value: unknown, param: string, mapping?: JoiMapping): T {
-  const { error, value: checked } = schema.validate(value, JOI_OPTIONS);
-  const detail = error?.details[0];
-  if (detail) throw fromJoiDetail({ ...detail, path: [param, ...detail.path] }, mapping);
-  return checked as T;
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
-
-const stringOrNull = Joi.string().allow('', null);
 
 /** `description`: a string of at most 1000 code points without NUL, or null; absent → null. */
 export function parseDescription(value: unknown): string | null {
   if (value === undefined) return null;
-  const description = checkField<string | null>(stringOrNull, value, 'description');
+  const description = checkStringOrNull(value, 'description');
   if (description === null) return null;
   if (codePointLength(description) > DESCRIPTION_MAX_LENGTH) {
     throw new ApiError(

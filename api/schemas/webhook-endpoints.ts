@@ -1,34 +1,25 @@
 import { isIP } from 'node:net';
 
-import Joi from 'joi';
-
 import { ApiError } from '../../common/errors.js';
 import type { WebhookEndpointInput } from '../../common/jobs.js';
 import { isForbiddenAddress } from '../../common/net.js';
+import { ALL_EVENTS, EVENT_TYPES } from '../../common/events.js';
 import {
-  checkField,
+  checkString,
   codePointLength,
   describeValue,
   fieldOf,
   parseDescription,
+  parseDistinctNames,
   parseMetadata,
   rejectUnknownFields,
+  required,
 } from './validate.js';
 
-/** The event catalog; `*` in `enabled_events` subscribes to all of it. */
-export const EVENT_TYPES = ['payment_intent.created'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-export const ALL_EVENTS = '*';
 
 export const URL_MAX_LENGTH = 2048;
 
 const FIELDS = ['url', 'enabled_events', 'description', 'metadata'] as const;
-
-const urlSchema = Joi.string().allow('').required();
-
-export function isEventType(value: string): value is EventType {
-  return (EVENT_TYPES as readonly string[]).includes(value);
-}
 
 function urlInvalid(why: string): ApiError {
   return new ApiError('url_invalid', `Invalid url: ${why}.`, 'url');
@@ -41,7 +32,7 @@ function isLocalhostName(hostname: string): boolean {
 }
 
 function parseUrl(value: unknown, livemode: boolean): string {
-  const url = checkField(urlSchema, value, 'url');
+  const url = checkString(required(value, 'url'), 'url');
   if (url === '') throw urlInvalid('it must not be empty');
   if (codePointLength(url) > URL_MAX_LENGTH) throw urlInvalid(`it must be at most ${URL_MAX_LENGTH} characters long`);
   // The URL is stored as given, so it must mean the same thing to every parser:
@@ -71,40 +62,19 @@ function parseUrl(value: unknown, livemode: boolean): string {
 }
 
 function parseEnabledEvents(value: unknown): string[] {
-  if (value === undefined) return [ALL_EVENTS];
-  if (!Array.isArray(value)) {
-    throw new ApiError(
-      'parameter_invalid',
-      `Invalid array: ${describeValue(value)}. The enabled_events parameter must be an array of event types.`,
-      'enabled_events',
-    );
-  }
-  if (value.length === 0) {
-    throw new ApiError(
-      'parameter_invalid_empty',
-      'Invalid enabled_events: the array must name at least one event type, or "*" for all. Omit it to receive all events.',
-      'enabled_events',
-    );
-  }
-  const seen = new Set<string>();
-  value.forEach((item: unknown, i) => {
-    const param = `enabled_events[${i}]`;
-    if (typeof item !== 'string') {
-      throw new ApiError('parameter_invalid_string', `Invalid string: ${describeValue(item)}. Event types are strings.`, param);
-    }
-    if (item !== ALL_EVENTS && !isEventType(item)) {
-      throw new ApiError(
+  return parseDistinctNames(value, 'enabled_events', {
+    catalog: EVENT_TYPES,
+    extra: [ALL_EVENTS],
+    fallback: [ALL_EVENTS],
+    noun: 'event type',
+    emptyMessage: 'Invalid enabled_events: the array must name at least one event type, or "*" for all. Omit it to receive all events.',
+    notInCatalog: (param, item) =>
+      new ApiError(
         'event_type_invalid',
         `Invalid ${param}: ${describeValue(item)} is not an event type. Known types: ${EVENT_TYPES.join(', ')}, or "*" for all.`,
         param,
-      );
-    }
-    if (seen.has(item)) {
-      throw new ApiError('parameter_invalid', `Invalid ${param}: ${describeValue(item)} is listed twice.`, param);
-    }
-    seen.add(item);
+      ),
   });
-  return [...seen];
 }
 
 /**

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { fromPairs, toPairs } from '../../common/metadata.js';
-import type { PaymentIntentDoc, WebhookEndpointDoc } from '../../common/mongo.js';
+import type { PaymentIntentDoc, WebhookEndpointDoc } from '../../common/documents.js';
 import { listEnvelopeJson, presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
 
 const pi: PaymentIntentDoc = {

@@ -4,12 +4,15 @@
  */
 import test from 'ava';
 import { createdEventId, createdEventJson } from '../../common/events.js';
-import { newId, randomBase62 } from '../../common/ids.js';
-import type { OutboxDoc, PaymentIntentDoc } from '../../common/mongo.js';
+import { IdGenerator, randomBase62, type IdKind } from '../../common/ids.js';
+import type { OutboxDoc, PaymentIntentDoc } from '../../common/documents.js';
 import { verifyWebhook } from '../../common/webhooks/verify.js';
 import { Service, uniqueName } from '../helpers/service.js';
 import { createEndpoint, createPaymentIntent, waitForAttempts } from './fixtures.js';
 import { Receiver, until } from './receiver.js';
+
+const ids = new IdGenerator(Date.now);
+const newId = (kind: IdKind) => ids.next(kind);
 
 let receiver: Receiver;
 

@@ -4,7 +4,7 @@
  * a disabled endpoint gets no further attempts, not even pending retries.
  */
 import test from 'ava';
-import type { WebhookEndpointDoc } from '../../common/mongo.js';
+import type { WebhookEndpointDoc } from '../../common/documents.js';
 import { Service, sleep, uniqueName } from '../helpers/service.js';
 import { createEndpoint, createPaymentIntent, listAttempts, waitForAttempts } from './fixtures.js';
 import { Receiver, until } from './receiver.js';

@@ -1,7 +1,7 @@
 /** Real objects through the real API, for the webhook black-box tests. */
 import assert from 'node:assert/strict';
 import { createdEventId, objectIdOfCreatedEvent } from '../../common/events.js';
-import type { OutboxDoc, PaymentIntentDoc } from '../../common/mongo.js';
+import type { OutboxDoc, PaymentIntentDoc } from '../../common/documents.js';
 import type { Service } from '../helpers/service.js';
 import { until } from './receiver.js';
 

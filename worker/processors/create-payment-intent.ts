@@ -5,18 +5,18 @@
  * idempotent on the event id, which is derived from the object id; the sweeper picks
  * up any outbox entry a crash left behind.
  */
-import type { Job, Queue } from 'bullmq';
+import type { Job } from 'bullmq';
 import { randomBase62 } from '../../common/ids.js';
-import { JOBS, type CreateJobResult, type CreatePaymentIntentData, type DispatchEventData } from '../../common/jobs.js';
-import type { PaymentIntentDoc } from '../../common/mongo.js';
+import { JOBS, type CreateJobResult, type CreatePaymentIntentData, type TypedQueue } from '../../common/jobs.js';
+import type { PaymentIntentDoc } from '../../common/documents.js';
 import { insertOnce } from '../../common/mongo.js';
-import { createdEventId, createdEventJson, PAYMENT_INTENT_CREATED } from '../../common/events.js';
+import { createdEventId, createdEventJson, dispatchJobId, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import { scopeMayBeHooked } from '../webhooks/subscriptions.js';
 import { runCreate, type CreateDeps } from './create.js';
 
 export interface PaymentIntentDeps extends CreateDeps {
-  eventsQueue: Queue<DispatchEventData>;
+  eventsQueue: TypedQueue<'events'>;
 }
 
 export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<CreatePaymentIntentData>): Promise<CreateJobResult> {
@@ -64,5 +64,5 @@ async function dispatchCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDo
     json: pi.created_event,
     created_ms: deps.now(),
   });
-  await deps.eventsQueue.add(JOBS.dispatchEvent, { eventId: id }, { jobId: `dispatch-${id}` });
+  await deps.eventsQueue.add(JOBS.dispatchEvent, { eventId: id }, { jobId: dispatchJobId(id) });
 }

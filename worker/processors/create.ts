@@ -20,7 +20,8 @@ import type { Redis } from 'ioredis';
 import { errorBody } from '../../common/errors.js';
 import { encodeDone, redisKey } from '../../common/idempotency.js';
 import { resultsChannel, type CreateJobResult, type CreateResultMessage, type IdempotencyJobInfo, type Scope } from '../../common/jobs.js';
-import type { Collections, IdempotencyFields } from '../../common/mongo.js';
+import type { IdempotencyFields } from '../../common/documents.js';
+import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
 
 export interface CreateDeps {

@@ -6,25 +6,21 @@
  * crash) adds no second delivery. The outbox entry is deleted only once every
  * delivery job is in the queue; only the small outbox is read, never the events.
  */
-import type { Job, JobsOptions, Queue } from 'bullmq';
+import type { Job, JobsOptions } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
 import { idTime } from '../../common/ids.js';
-import { JOBS, type DeliverWebhookData, type DispatchEventData } from '../../common/jobs.js';
+import { ALL_EVENTS, deliveryJobId } from '../../common/events.js';
+import { JOBS, type DispatchEventData, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { maxAttempts, WEBHOOK_BACKOFF } from '../webhooks/retry-policy.js';
 
-const ALL_EVENTS = '*';
 /** Completed delivery jobs stay long enough for a late re-dispatch to find (and skip) them. */
 const KEEP_DELIVERIES_S = 7 * 24 * 3600;
 
 export interface DispatchDeps {
   collections: Collections;
-  webhooksQueue: Queue<DeliverWebhookData>;
+  webhooksQueue: TypedQueue<'webhooks'>;
   config: WebhookConfig;
-}
-
-export function deliveryJobId(eventId: string, endpointId: string): string {
-  return `deliver-${eventId}-${endpointId}`;
 }
 
 export function deliveryJobOptions(config: WebhookConfig, eventId: string, endpointId: string): JobsOptions {
@@ -57,7 +53,7 @@ export async function dispatchEvent(
   if (targets.length > 0) {
     await deps.webhooksQueue.addBulk(
       targets.map((e) => ({
-        name: JOBS.deliverWebhook,
+        name: JOBS.deliverWebhook as typeof JOBS.deliverWebhook,
         data: { eventId, endpointId: e._id, json: event.json },
         opts: deliveryJobOptions(deps.config, eventId, e._id),
       })),

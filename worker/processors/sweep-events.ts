@@ -3,18 +3,14 @@
  * their delivery jobs never enqueued): whatever stayed in the outbox too long. Dispatch is idempotent, so sweeping an event
  * whose dispatch is merely slow costs nothing but a look-up.
  */
-import type { Queue } from 'bullmq';
-import { JOBS, type DispatchEventData } from '../../common/jobs.js';
+import { dispatchJobId } from '../../common/events.js';
+import { JOBS, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 
 const BATCH = 500;
 
-export function dispatchJobId(eventId: string): string {
-  return `dispatch-${eventId}`;
-}
-
 export async function sweepEvents(
-  deps: { collections: Collections; eventsQueue: Queue<DispatchEventData> },
+  deps: { collections: Collections; eventsQueue: TypedQueue<'events'> },
   options: { nowMs: number; ageMs: number },
 ): Promise<{ redispatched: number }> {
   const stale = await deps.collections.outbox

@@ -21,10 +21,11 @@
  */
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
-import { newId } from '../../common/ids.js';
+import type { IdGenerator } from '../../common/ids.js';
 import type { DeliverWebhookData } from '../../common/jobs.js';
 import type { Logger } from '../../common/logger.js';
-import type { Collections, WebhookAttemptDoc, WebhookEndpointDoc } from '../../common/mongo.js';
+import type { WebhookAttemptDoc, WebhookEndpointDoc } from '../../common/documents.js';
+import type { Collections } from '../../common/mongo.js';
 import { isForbiddenAddress } from '../../common/net.js';
 import { webhookHeaders } from '../../common/webhooks/sign.js';
 import { postWebhook, type PostResult } from './http.js';
@@ -40,6 +41,7 @@ export interface DeliverDeps {
   config: WebhookConfig;
   logger: Logger;
   now: () => number;
+  ids: IdGenerator;
 }
 
 export type DeliverResult =
@@ -96,7 +98,7 @@ export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookD
   const outcome = outcomeOf(result, finishedAt);
 
   const record: WebhookAttemptDoc = {
-    _id: newId('attempt'),
+    _id: deps.ids.next('attempt'),
     project: endpoint.project,
     livemode: endpoint.livemode,
     endpoint_id: endpointId,

@@ -2,7 +2,10 @@ import test, { type ExecutionContext } from 'ava';
 
 import { parseListQuery, type ListQueryOptions } from '../../../api/schemas/lists.js';
 import { ApiError, type ErrorCode } from '../../../common/errors.js';
-import { newId } from '../../../common/ids.js';
+import { IdGenerator, type IdKind } from '../../../common/ids.js';
+
+const ids = new IdGenerator(Date.now);
+const newId = (kind: IdKind) => ids.next(kind);
 
 const PAYMENT_INTENTS: ListQueryOptions = { idKind: 'payment_intent' };
 const EVENTS: ListQueryOptions = { idKind: 'event', extra: { type: true } };

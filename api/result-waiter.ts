@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { resultsChannel, type CreateResultMessage } from '../../common/jobs.js';
+import { resultsChannel, type CreateResultMessage } from '../common/jobs.js';
 
 export interface Waiting {
   /** Resolves with the result, or null when `timeoutMs` passed first. */

@@ -1,5 +1,6 @@
 /**
- * Idempotency keys, the api half. What it promises (DESIGN.md section 4):
+ * Idempotency keys, the api half: the Redis lock and cache, the durable record in
+ * MongoDB, and the memory of replays. What it promises (DESIGN.md section 4):
  *
  * - One key, one request: the first request with a key is processed; while it is,
  *   the same key gets 409 `idempotency_in_flight`; once it has completed, the same
@@ -23,31 +24,19 @@
  *   asking Redis.
  */
 import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Config } from '../../common/config.js';
 import { errors } from '../../common/errors.js';
-import { canonicalRequest, decodeEntry, encodeDone, fingerprintOf, redisKey, scopeHash } from '../../common/idempotency.js';
-import type { IdempotencyJobInfo, Scope } from '../../common/jobs.js';
+import { decodeEntry, encodeDone } from '../../common/idempotency.js';
+import type { Scope } from '../../common/jobs.js';
+import type { Collections } from '../../common/mongo.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
-import type { AppDeps } from '../context.js';
-
-/** A recorded answer to send again. */
-export interface Replay {
-  status: number;
-  body: string;
-}
+import { describeKeyedRequest, type KeyedRequest } from './keyed-request.js';
+import { ReplayCache, type Replay } from './replay-cache.js';
 
 export type Lookup =
   | { kind: 'replay'; replay: Replay }
   | { kind: 'new' };
-
-export interface KeyedRequest {
-  /** The scope and key as a plain string: the key of the in-memory replays. */
-  memoryKey: string;
-  /** Method, path and canonical body: equal strings mean the same request. */
-  canonical: string;
-  /** Hashes, computed only when asked for (a replay from memory needs none). */
-  readonly info: IdempotencyJobInfo;
-  readonly redisKey: string;
-}
 
 /** Lua: delete the lock only if it is still ours (it may have expired and been retaken). */
 const RELEASE_LOCK = `
@@ -55,75 +44,43 @@ local v = redis.call('GET', KEYS[1])
 if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-/** Completed results kept by an api process; the oldest go first past the bound. */
-const REPLAYS_KEPT = 10_000;
-
-interface KeptReplay extends Replay {
-  canonical: string;
-  expiresAt: number;
+export interface IdempotencyDeps {
+  config: Pick<Config, 'queuePrefix' | 'idempotencyTtlMs' | 'idempotencyLockMs'>;
+  /** Fail-fast command connection. */
+  redis: Redis;
+  collections: Collections;
+  /** Epoch ms. */
+  now: () => number;
 }
 
-const instances = new WeakMap<AppDeps, Idempotency>();
-
-export class Idempotency {
+/** One per app, so that its replay memory is shared by every request. */
+export class IdempotencyStore {
   private readonly epochKey: string;
-  private readonly replays = new Map<string, KeptReplay>();
+  readonly replays: ReplayCache;
 
-  /** One per app, so that its replay memory is shared by every request. */
-  static of(deps: AppDeps): Idempotency {
-    let instance = instances.get(deps);
-    if (!instance) {
-      instance = new Idempotency(deps);
-      instances.set(deps, instance);
-    }
-    return instance;
-  }
-
-  private constructor(private readonly deps: AppDeps) {
+  constructor(private readonly deps: IdempotencyDeps) {
     this.epochKey = `${deps.config.queuePrefix}:idem:epoch`;
-  }
-
-  /** Keeps a result this request has just been matched to (same fingerprint). */
-  private keep(req: KeyedRequest, replay: Replay, expiresAt: number): void {
-    if (expiresAt <= this.deps.now()) return;
-    if (this.replays.size >= REPLAYS_KEPT) this.replays.delete(this.replays.keys().next().value as string);
-    this.replays.set(req.memoryKey, { ...replay, canonical: req.canonical, expiresAt });
+    this.replays = new ReplayCache(deps.now);
   }
 
   describe(scope: Scope, key: string, method: string, path: string, body: unknown): KeyedRequest {
-    const canonical = canonicalRequest(method, path, body);
     const expiresAt = this.deps.now() + this.deps.config.idempotencyTtlMs;
-    const prefix = this.deps.config.queuePrefix;
-    let info: IdempotencyJobInfo | undefined;
-    return {
-      memoryKey: `${scope.project}\n${scope.livemode ? 'live' : 'test'}\n${key}`,
-      canonical,
-      get info() {
-        info ??= { scopeHash: scopeHash(scope, key), key, fingerprint: fingerprintOf(canonical), expiresAt };
-        return info;
-      },
-      get redisKey() {
-        return redisKey(prefix, this.info.scopeHash);
-      },
-    };
+    return describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt }, scope, key, method, path, body);
   }
 
   /** Before validation: is there a result to replay, or a request in flight? */
   async lookup(req: KeyedRequest): Promise<Lookup> {
     const kept = this.replays.get(req.memoryKey);
     if (kept) {
-      if (kept.expiresAt > this.deps.now()) {
-        if (kept.canonical !== req.canonical) throw errors.idempotencyKeyReused();
-        return { kind: 'replay', replay: kept };
-      }
-      this.replays.delete(req.memoryKey);
+      if (kept.canonical !== req.canonical) throw errors.idempotencyKeyReused();
+      return { kind: 'replay', replay: kept };
     }
     const [raw, epoch] = await this.deps.redis.mget(req.redisKey, this.epochKey);
     const entry = decodeEntry(raw ?? null);
     if (entry?.s === 'done') {
       const replay = { status: entry.status, body: entry.body };
       const found = this.compare(req, entry.fp, replay);
-      if (entry.exp) this.keep(req, replay, entry.exp);
+      if (entry.exp) this.replays.keep(req.memoryKey, req.canonical, replay, entry.exp);
       return found;
     }
     if (entry?.s === 'lock') throw errors.idempotencyInFlight();
@@ -135,7 +92,7 @@ export class Idempotency {
 
   /** After Redis lost its data (or on first use): from when on is a miss the truth? */
   private async startEpoch(): Promise<void> {
-    const c = this.deps.mongo.collections;
+    const c = this.deps.collections;
     const latest = (collection: typeof c.paymentIntents | typeof c.webhookEndpoints) =>
       (collection as typeof c.paymentIntents)
         .find({ idem: { $exists: true } }, { projection: { idem_expires_at: 1 } })
@@ -174,7 +131,7 @@ export class Idempotency {
    * Also used when a wait for a result times out, in case the result message was lost.
    */
   async lookupDurable(req: KeyedRequest): Promise<Lookup> {
-    const c = this.deps.mongo.collections;
+    const c = this.deps.collections;
     const filter = { idem: req.info.scopeHash, idem_expires_at: { $gt: this.deps.now() } };
     const pi = await c.paymentIntents.findOne(filter);
     if (pi) return this.compareDurable(req, pi.idem_fp, JSON.stringify(presentPaymentIntent(pi, { withSecret: true })), pi.idem_expires_at);

@@ -1,0 +1,104 @@
+/**
+ * The create path: idempotency key → lookup → validate → lock → enqueue with the
+ * pre-generated id → wait for the worker's result → answer with its exact bytes.
+ */
+import type { JobsOptions } from 'bullmq';
+import { errors } from '../../common/errors.js';
+import { idempotentJobId } from '../../common/idempotency.js';
+import type { IdKind } from '../../common/ids.js';
+import type { JobData, JobName, RequestJobBase } from '../../common/jobs.js';
+import type { AppDeps, Ctx } from '../context.js';
+import type { IdempotencyStore } from '../idempotency/store.js';
+import type { KeyedRequest } from '../idempotency/keyed-request.js';
+import type { Replay } from '../idempotency/replay-cache.js';
+import { baseUrlOf, sendJson } from '../respond.js';
+import { parseIdempotencyKey } from '../schemas/idempotency-key.js';
+import { rejectQuery } from '../schemas/query.js';
+
+/** Every create job: retried on infrastructure faults until it completes. */
+export const CREATE_JOB_OPTIONS: JobsOptions = {
+  attempts: 1000,
+  backoff: { type: 'capped' },
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+export interface CreateSpec<N extends JobName<'creates'>, Input> {
+  jobName: N;
+  idKind: IdKind;
+  /** Throws an ApiError on bad input; runs only when there is nothing to replay. */
+  validate: (body: Record<string, unknown>) => Input;
+  jobData: (base: RequestJobBase, input: Input) => JobData<'creates', N>;
+}
+
+export type CreateHandler = <N extends JobName<'creates'>, Input>(ctx: Ctx, spec: CreateSpec<N, Input>) => Promise<void>;
+
+export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): CreateHandler {
+  return async (ctx, spec) => {
+    const key = ctx.state.key!;
+    const body = ctx.state.body ?? {};
+    const idempotencyKey = parseIdempotencyKey(ctx.headers['idempotency-key']);
+    let keyed: KeyedRequest | null = null;
+    if (idempotencyKey !== null) {
+      keyed = idempotency.describe(key, idempotencyKey, ctx.method, ctx.path, body);
+      const found = await idempotency.lookup(keyed);
+      if (found.kind === 'replay') return sendReplay(ctx, found.replay);
+    }
+
+    rejectQuery(ctx.querystring);
+    const input = spec.validate(body);
+
+    let token: string | null = null;
+    if (keyed) {
+      const locked = await idempotency.lock(keyed);
+      if ('replay' in locked) return sendReplay(ctx, locked.replay);
+      token = locked.token;
+    }
+
+    const id = deps.ids.next(spec.idKind);
+    const jobId = keyed ? idempotentJobId(keyed.info.scopeHash) : id;
+    const data = spec.jobData(
+      {
+        id,
+        project: key.project,
+        livemode: key.livemode,
+        created: Math.floor(deps.now() / 1000),
+        requestId: ctx.state.requestId,
+        baseUrl: baseUrlOf(deps.config, ctx),
+        idempotency: keyed ? keyed.info : null,
+      },
+      input,
+    );
+
+    const waiting = deps.results.register(jobId);
+    try {
+      // A keyed job is removed once it completes: the durable record answers from then
+      // on, and a completed job left in Redis would swallow the next use of an expired key.
+      const options = keyed ? { ...CREATE_JOB_OPTIONS, jobId, removeOnComplete: true } : { ...CREATE_JOB_OPTIONS, jobId };
+      await deps.queues.creates.add(spec.jobName, data, options);
+    } catch (err) {
+      waiting.cancel();
+      if (keyed && token) await idempotency.release(keyed, token);
+      throw err;
+    }
+
+    const result = await waiting.result(deps.config.createTimeoutMs);
+    if (result) {
+      sendJson(ctx, result.body, result.status);
+      return;
+    }
+    // No answer in time. The job goes on and records its result; free the key so a
+    // retry attaches to the same job (same job id) instead of getting 409.
+    if (keyed && token) {
+      const late = await idempotency.lookupDurable(keyed).catch(() => null);
+      await idempotency.release(keyed, token);
+      if (late?.kind === 'replay') return sendJson(ctx, late.replay.body, late.replay.status);
+    }
+    throw errors.processingTimeout();
+  };
+}
+
+function sendReplay(ctx: Ctx, replay: Replay): void {
+  ctx.set('Idempotent-Replayed', 'true');
+  sendJson(ctx, replay.body, replay.status);
+}

@@ -1,0 +1,36 @@
+import { canonicalRequest, fingerprintOf, redisKey, scopeHash } from '../../common/idempotency.js';
+import type { IdempotencyJobInfo, Scope } from '../../common/jobs.js';
+
+/** A request with an `Idempotency-Key`, described once for every step of the protocol. */
+export interface KeyedRequest {
+  /** The scope and key as a plain string: the key of the in-memory replays. */
+  memoryKey: string;
+  /** Method, path and canonical body: equal strings mean the same request. */
+  canonical: string;
+  /** Hashes, computed only when asked for (a replay from memory needs none). */
+  readonly info: IdempotencyJobInfo;
+  readonly redisKey: string;
+}
+
+export function describeKeyedRequest(
+  options: { prefix: string; expiresAt: number },
+  scope: Scope,
+  key: string,
+  method: string,
+  path: string,
+  body: unknown,
+): KeyedRequest {
+  const canonical = canonicalRequest(method, path, body);
+  let info: IdempotencyJobInfo | undefined;
+  return {
+    memoryKey: `${scope.project}\n${scope.livemode ? 'live' : 'test'}\n${key}`,
+    canonical,
+    get info() {
+      info ??= { scopeHash: scopeHash(scope, key), key, fingerprint: fingerprintOf(canonical), expiresAt: options.expiresAt };
+      return info;
+    },
+    get redisKey() {
+      return redisKey(options.prefix, this.info.scopeHash);
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import type { MetadataPairs } from './metadata.js';
+
+/**
+ * Storage documents. Every resource carries its scope (project, livemode); `_id` is
+ * the public id, time-ordered, so `_id` order is creation order. Only features that
+ * FerretDB v1 has are used: no TTL indexes, no transactions, no change streams.
+ *
+ * FerretDB 1.24 with SQLite uses no index for queries (its `_id` index expression
+ * differs from the one its queries use, so `explain` shows a full SCAN): every find
+ * or update costs a scan of its collection. Inserts stay cheap, and unique indexes
+ * are still enforced on insert; FerretDB sustains about 1 500 inserts a second here.
+ * So a create is one insert: the idempotency record and the created event live in
+ * the object's own document, written atomically with it.
+ */
+
+/**
+ * The idempotency record of the request that created the object, when it had a key.
+ * `idem` is unique (a sparse index), so a key can create at most one object in a
+ * scope; the sweeper unsets it once the key expires, freeing the key.
+ */
+export interface IdempotencyFields {
+  /** sha256 of (project, livemode, key). */
+  idem?: string;
+  idem_fp?: string;
+  /** Epoch ms. */
+  idem_expires_at?: number;
+}
+
+export interface PaymentIntentDoc extends IdempotencyFields {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  amount: number;
+  currency: string;
+  description: string | null;
+  status: 'new';
+  client_secret: string;
+  automatic_operator: boolean;
+  allowed_operators: string[];
+  selected_operator: string | null;
+  metadata: MetadataPairs;
+  created: number;
+  expires_at: number;
+  /**
+   * The `payment_intent.created` event, exactly as listed and delivered, written in
+   * the same insert as the object: neither exists without the other.
+   */
+  created_event: string;
+}
+
+export interface WebhookEndpointDoc extends IdempotencyFields {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  url: string;
+  enabled_events: string[];
+  description: string | null;
+  metadata: MetadataPairs;
+  status: 'enabled' | 'disabled';
+  /** `whsec_…`; signs deliveries. Never presented after the create response. */
+  secret: string;
+  created: number;
+  /** Epoch ms of the first failure of the current run of failures; null when the last attempt succeeded. */
+  failing_since: number | null;
+  disabled_reason: string | null;
+}
+
+/**
+ * The outbox: an event that has subscribers and is not yet dispatched. Inserted
+ * after the object, deleted once its delivery jobs are in the queue, so the
+ * collection stays small and cheap to read.
+ */
+export interface OutboxDoc {
+  /** The event id. */
+  _id: string;
+  project: string;
+  livemode: boolean;
+  type: string;
+  json: string;
+  /** Epoch ms, for the sweeper. */
+  created_ms: number;
+}
+
+export interface ApiKeyDoc {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  /** sha256 hex of the secret; the secret itself is never stored. */
+  hash: string;
+  last4: string;
+  created: number;
+  revoked_at: number | null;
+}
+
+export interface WebhookAttemptDoc {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  endpoint_id: string;
+  event_id: string;
+  attempt: number;
+  created: number;
+  duration_ms: number;
+  http_status: number | null;
+  /** null on a 2xx; else `http_error`, `timeout`, `connection_error`, `address_refused`, `redirect`. */
+  error: string | null;
+  succeeded: boolean;
+  response_body: string | null;
+}
