@@ -1,0 +1,178 @@
+/**
+ * The report: the rows of every scenario with their ratios to their baselines, the
+ * JSON results (bench/results/), and the table and the goals on stdout. Goals are
+ * reported, never asserted.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { round, type Measurement } from './measure.js';
+import { BASELINES, RESULTS_FILE, SCENARIO_IDS, type ScenarioId } from './settings.js';
+
+/** The median RSS (MiB) of the api and the worker through each of the two S2 runs. */
+export type RssReadings = Record<'api' | 'worker' | 'api_second_run' | 'worker_second_run', number | null>;
+
+/** A row for the printed table only, not the JSON (the second S2 run). */
+export interface ExtraRow {
+  label: string;
+  m: Measurement;
+}
+
+/** What a scenario group hands back to the report. */
+export interface GroupResult {
+  measured: Map<ScenarioId, Measurement>;
+  /** Scenarios asked for but not run, with the reason (the default reason is BENCH_SCENARIOS). */
+  skipped?: Map<ScenarioId, string>;
+  extraRows?: ExtraRow[];
+  rss?: RssReadings;
+}
+
+interface ScenarioRow {
+  id: ScenarioId;
+  rps: number | null;
+  p50_ms: number | null;
+  p99_ms: number | null;
+  non2xx: number | null;
+  baseline: ScenarioId | null;
+  ratio: number | null;
+  skipped?: true;
+  reason?: string;
+}
+
+interface Goal {
+  goal: string;
+  status: 'met' | 'NOT met' | 'n/a';
+  detail: string;
+}
+
+function rows(measured: Map<ScenarioId, Measurement>, skipped: Map<ScenarioId, string>): ScenarioRow[] {
+  return SCENARIO_IDS.map((id): ScenarioRow => {
+    const baseline = BASELINES[id];
+    const m = measured.get(id);
+    if (!m) {
+      const reason = skipped.get(id) ?? 'not in BENCH_SCENARIOS';
+      return { id, rps: null, p50_ms: null, p99_ms: null, non2xx: null, baseline, ratio: null, skipped: true, reason };
+    }
+    const base = baseline ? measured.get(baseline) : undefined;
+    let ratio: number | null = null;
+    if (base) {
+      const isList = id.startsWith('S5');
+      const [num, den] = isList ? [m.p50_ms, base.p50_ms] : [m.rps, base.rps];
+      ratio = den > 0 ? round(num / den, 3) : null;
+    }
+    return { id, rps: m.rps, p50_ms: m.p50_ms, p99_ms: m.p99_ms, non2xx: m.non2xx, baseline, ratio };
+  });
+}
+
+function table(list: ScenarioRow[], extraRows: ExtraRow[]): string {
+  const header = ['id', 'rps', 'p50 ms', 'p99 ms', 'non2xx', 'baseline', 'ratio'];
+  const measuredRows = list
+    .filter((r) => !r.skipped)
+    .map((r) => [r.id, String(r.rps), String(r.p50_ms), String(r.p99_ms), String(r.non2xx), r.baseline ?? '-', r.ratio === null ? '-' : String(r.ratio)]);
+  for (const { label, m } of extraRows) measuredRows.push([label, String(m.rps), String(m.p50_ms), String(m.p99_ms), String(m.non2xx), '-', '-']);
+  const idWidth = Math.max(...[header, ...measuredRows].map((r) => r[0]!.length), ...list.map((r) => r.id.length));
+  const widths = header.map((_, i) => (i === 0 ? idWidth : Math.max(...[header, ...measuredRows].map((r) => r[i]!.length))));
+  // Text columns to the left, numbers to the right.
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const out = [line(header), line(widths.map((w) => '-'.repeat(w)))];
+  for (const r of list) {
+    out.push(r.skipped ? `${r.id.padEnd(idWidth)}  skipped: ${r.reason}` : line(measuredRows.find((row) => row[0] === r.id)!));
+  }
+  for (const row of measuredRows.slice(list.filter((r) => !r.skipped).length)) out.push(line(row));
+  return out.join('\n');
+}
+
+function goals(list: ScenarioRow[], extraRows: ExtraRow[], rss: RssReadings): Goal[] {
+  const byId = new Map(list.map((r) => [r.id, r]));
+  const out: Goal[] = [];
+  const check = (goal: string, ok: boolean | null, detail: string) =>
+    out.push({ goal, status: ok === null ? 'n/a' : ok ? 'met' : 'NOT met', detail: ok === null ? 'not measured' : detail });
+  const pair = (a: ScenarioId, b: ScenarioId) => {
+    const x = byId.get(a);
+    const y = byId.get(b);
+    return x && y && !x.skipped && !y.skipped ? [x, y] as const : null;
+  };
+  for (const c of [16, 64]) {
+    const p = pair(`S2-c${c}` as ScenarioId, `S1-c${c}` as ScenarioId);
+    check(
+      `S2-c${c} rps >= 50% of S1-c${c}`,
+      p ? (p[0].rps as number) >= 0.5 * (p[1].rps as number) : null,
+      p ? `${p[0].rps} vs ${p[1].rps} req/s (${Math.round(((p[0].rps as number) / (p[1].rps as number)) * 100)}%)` : '',
+    );
+    check(
+      `S2-c${c} p99 <= 3x S1-c${c} p99`,
+      p ? (p[0].p99_ms as number) <= 3 * (p[1].p99_ms as number) : null,
+      p ? `${p[0].p99_ms} vs ${p[1].p99_ms} ms (${round((p[0].p99_ms as number) / (p[1].p99_ms as number), 1)}x)` : '',
+    );
+  }
+  const s4 = pair('S4', 'S0');
+  check('S4 rps >= 50% of S0', s4 ? (s4[0].rps as number) >= 0.5 * (s4[1].rps as number) : null, s4 ? `${s4[0].rps} vs ${s4[1].rps} req/s` : '');
+  const big = pair('S5-1m', 'S5-10k');
+  check(
+    'S5 p50 at 1M <= 1.5x p50 at 10k',
+    big ? (big[0].p50_ms as number) <= 1.5 * (big[1].p50_ms as number) : null,
+    big ? `${big[0].p50_ms} vs ${big[1].p50_ms} ms (${round((big[0].p50_ms as number) / (big[1].p50_ms as number), 1)}x)` : '',
+  );
+  const deep = pair('S5-1m-deep', 'S5-1m');
+  check(
+    'S5 deep page p50 <= 1.5x first page',
+    deep ? (deep[0].p50_ms as number) <= 1.5 * (deep[1].p50_ms as number) : null,
+    deep ? `${deep[0].p50_ms} vs ${deep[1].p50_ms} ms (${round((deep[0].p50_ms as number) / (deep[1].p50_ms as number), 2)}x)` : '',
+  );
+  const ran = list.filter((r) => !r.skipped);
+  const failing = ran.filter((r) => (r.non2xx ?? 0) > 0);
+  check(
+    'no non-2xx anywhere',
+    ran.length ? failing.length === 0 && extraRows.every((r) => r.m.non2xx === 0) : null,
+    failing.length ? `non-2xx/errors in ${failing.map((r) => `${r.id} (${r.non2xx})`).join(', ')}` : 'none',
+  );
+  for (const name of ['api', 'worker'] as const) {
+    const first = rss[name];
+    const second = rss[`${name}_second_run`];
+    check(
+      `${name} RSS after the second S2 run <= 110% of the first`,
+      first !== null && second !== null ? second <= 1.1 * first : null,
+      `${first} -> ${second} MiB`,
+    );
+  }
+  return out;
+}
+
+/** The machine, as recorded with the results: CPUs, memory and Node.js version. */
+export function machine(): string {
+  const cpus = os.cpus();
+  return `${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`;
+}
+
+/** The 1, 5 and 15 minute load averages. */
+export function loadAverage(): string {
+  return os.loadavg().map((l) => l.toFixed(2)).join(' ');
+}
+
+/**
+ * Writes the results of every group to bench/results/latest.json and a copy named
+ * after `when` (the run's start), then prints the table and the goals on stdout.
+ */
+export function writeReport(groups: GroupResult[], when: string): void {
+  const measured = new Map(groups.flatMap((g) => [...g.measured]));
+  const skipped = new Map(groups.flatMap((g) => [...(g.skipped ?? [])]));
+  const extraRows = groups.flatMap((g) => g.extraRows ?? []);
+  const rss: RssReadings = groups.find((g) => g.rss)?.rss ?? { api: null, worker: null, api_second_run: null, worker_second_run: null };
+
+  const list = rows(measured, skipped);
+  const report = { machine: machine(), when, scenarios: list, rss_mb: rss };
+  fs.mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
+  const json = `${JSON.stringify(report, null, 2)}\n`;
+  fs.writeFileSync(RESULTS_FILE, json);
+  // A copy per run, since the next run (anyone's, in this tree) replaces latest.json.
+  const copy = path.join(path.dirname(RESULTS_FILE), `run-${when.replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(copy, json);
+
+  const out: string[] = ['', table(list, extraRows), ''];
+  out.push(`RSS during S2, median of 4 readings a second (MiB): api ${rss.api} -> ${rss.api_second_run}, worker ${rss.worker} -> ${rss.worker_second_run} (first -> second run)`);
+  out.push(`Load average at the end: ${loadAverage()}`);
+  out.push('', 'Goals (reported, not asserted):');
+  for (const g of goals(list, extraRows, rss)) out.push(`  [${g.status.padEnd(7)}] ${g.goal}: ${g.detail}`);
+  out.push('', `Written to ${path.relative(process.cwd(), RESULTS_FILE)} (and ${path.relative(process.cwd(), copy)})`);
+  process.stdout.write(`${out.join('\n')}\n`);
+}

@@ -1,0 +1,84 @@
+/**
+ * S2 and S3: creates through the service (api, queue, worker), each with a fresh
+ * `Idempotency-Key`. S2 runs twice in the same processes to see whether their
+ * memory settles; S3 adds a second worker process.
+ */
+import type { MongoClient } from 'mongodb';
+import { median, sampleRss, timed, type Load, type Measurement } from '../measure.js';
+import { progress } from '../progress.js';
+import type { ExtraRow, GroupResult, RssReadings } from '../report.js';
+import { reportLogs, startService, type Child, type Service } from '../service.js';
+import { CREATE_BODY, wanted, type ScenarioId } from '../settings.js';
+
+function createLoad(service: Service, connections: number): Load {
+  return {
+    url: `${service.baseUrl}/v1/payment_intents`,
+    method: 'POST',
+    connections,
+    headers: { Authorization: `Bearer ${service.key}`, 'Content-Type': 'application/json' },
+    body: CREATE_BODY,
+    uniqueKeys: true,
+  };
+}
+
+async function oneWorker(mongo: MongoClient): Promise<GroupResult> {
+  const measured = new Map<ScenarioId, Measurement>();
+  if (!wanted('S2-c16', 'S2-c64')) return { measured };
+  const extraRows: ExtraRow[] = [];
+  const rss: RssReadings = { api: null, worker: null, api_second_run: null, worker_second_run: null };
+  progress('S2: starting 1 api and 1 worker process');
+  const service = await startService(mongo, 's2', 1);
+  try {
+    const worker = service.workers[0] as Child;
+    for (const run of [1, 2]) {
+      const sampler = sampleRss({ api: service.api.pid, worker: worker.pid });
+      try {
+        for (const c of [16, 64] as const) {
+          const id = `S2-c${c}` as const;
+          if (!wanted(id)) continue;
+          const m = await timed(run === 1 ? id : `${id} (run 2)`, createLoad(service, c));
+          if (run === 1) measured.set(id, m);
+          else extraRows.push({ label: `${id} (run 2)`, m });
+        }
+      } finally {
+        sampler.stop();
+      }
+      service.api.assertRunning();
+      worker.assertRunning();
+      const api = median(sampler.readings.api);
+      const wrk = median(sampler.readings.worker);
+      if (run === 1) Object.assign(rss, { api, worker: wrk });
+      else Object.assign(rss, { api_second_run: api, worker_second_run: wrk });
+      progress(`S2 run ${run}: RSS api ${api} MiB, worker ${wrk} MiB`);
+    }
+  } finally {
+    reportLogs([service.api, ...service.workers]);
+    await service.stop();
+  }
+  return { measured, extraRows, rss };
+}
+
+async function twoWorkers(mongo: MongoClient): Promise<GroupResult> {
+  const measured = new Map<ScenarioId, Measurement>();
+  if (!wanted('S3-c64')) return { measured };
+  progress('S3: starting 1 api and 2 worker processes');
+  const service = await startService(mongo, 's3', 2);
+  try {
+    measured.set('S3-c64', await timed('S3-c64', createLoad(service, 64)));
+    for (const child of [service.api, ...service.workers]) child.assertRunning();
+  } finally {
+    reportLogs([service.api, ...service.workers]);
+    await service.stop();
+  }
+  return { measured };
+}
+
+/**
+ * Runs S2-c16 and S2-c64 (twice, with the RSS of the api and the worker), then
+ * S3-c64, each on its own service; those not asked for are left out.
+ */
+export async function runCreateScenarios(mongo: MongoClient): Promise<GroupResult> {
+  const s2 = await oneWorker(mongo);
+  const s3 = await twoWorkers(mongo);
+  return { ...s2, measured: new Map([...s2.measured, ...s3.measured]) };
+}

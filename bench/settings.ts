@@ -1,0 +1,82 @@
+/**
+ * The benchmark's settings: the scenario ids and what each is compared with, the
+ * request shapes every group uses, and the knobs read from the environment (see
+ * bench/README.md). Read once, when this module is first imported.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root; this file runs as dist/bench/settings.js. */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** Where each run's results go (git-ignored). */
+export const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
+
+/** Every scenario, in the order of the table and the JSON results. */
+export const SCENARIO_IDS = ['S0', 'S1-c16', 'S1-c64', 'S2-c16', 'S2-c64', 'S3-c64', 'S4', 'S5-10k', 'S5-1m', 'S5-1m-deep'] as const;
+/** One of {@link SCENARIO_IDS}. */
+export type ScenarioId = (typeof SCENARIO_IDS)[number];
+
+/** What each scenario is compared with; S5 compares p50, the others rps. */
+export const BASELINES: Record<ScenarioId, ScenarioId | null> = {
+  S0: null,
+  'S1-c16': null,
+  'S1-c64': null,
+  'S2-c16': 'S1-c16',
+  'S2-c64': 'S1-c64',
+  'S3-c64': 'S1-c64',
+  S4: 'S0',
+  'S5-10k': null,
+  'S5-1m': 'S5-10k',
+  'S5-1m-deep': 'S5-1m',
+};
+
+/** The project the benchmark's API key is issued for, and its seeded objects belong to. */
+export const PROJECT = 'bench';
+/** The body of every create, through the service (S2 to S4) and the baseline (S1). */
+export const CREATE_BODY = JSON.stringify({ amount: 2000, currency: 'usd', description: 'Bench order', metadata: { order_id: 'bench-1' } });
+/** The page size of the S5 lists. */
+export const LIST_LIMIT = 100;
+
+function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+function envFlag(name: string, fallback: boolean): boolean {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  return !['0', 'false', 'no', 'off'].includes(raw.toLowerCase());
+}
+
+function selectedScenarios(): Set<ScenarioId> {
+  const raw = process.env.BENCH_SCENARIOS;
+  if (!raw) return new Set(SCENARIO_IDS);
+  const picked = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = picked.filter((id) => !(SCENARIO_IDS as readonly string[]).includes(id));
+  if (unknown.length) throw new Error(`BENCH_SCENARIOS: unknown scenario ${unknown.join(', ')} (known: ${SCENARIO_IDS.join(', ')})`);
+  return new Set(picked as ScenarioId[]);
+}
+
+/** The knobs, with their defaults; an invalid value throws here, before anything starts. */
+export const settings = {
+  redisUrl: process.env.REDIS_URL ?? '',
+  mongoUrl: process.env.MONGODB_URL ?? '',
+  /** Passed on to the worker processes when set; otherwise the service's default. */
+  workerConcurrency: process.env.WORKER_CONCURRENCY,
+  durationS: envNumber('BENCH_DURATION_S', 10),
+  warmupS: envNumber('BENCH_WARMUP_S', 2),
+  s5With1m: envFlag('BENCH_S5_1M', true),
+  s5SmallAmount: envNumber('BENCH_S5_10K_AMOUNT', 20),
+  s5LargeAmount: envNumber('BENCH_S5_1M_AMOUNT', 3),
+  s5TimeoutS: envNumber('BENCH_S5_TIMEOUT_S', 900),
+  seedBatch: envNumber('BENCH_SEED_BATCH', 5000),
+  selected: selectedScenarios(),
+};
+
+/** True when any of the given scenarios was asked for (BENCH_SCENARIOS). */
+export function wanted(...ids: ScenarioId[]): boolean {
+  return ids.some((id) => settings.selected.has(id));
+}
