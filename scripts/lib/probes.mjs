@@ -37,11 +37,20 @@ function exchange(port, payload, done, timeoutMs = 1000) {
   });
 }
 
+/**
+ * Sends one inline command to the Redis on `port` over a fresh connection and
+ * resolves with the first line of the reply (`+PONG`, `-LOADING ...`).
+ */
+export async function redisCommand(port, line, timeoutMs = 1000) {
+  const reply = await exchange(port, `${line}\r\n`, (b) => b.includes('\r\n'), timeoutMs);
+  return reply.toString('utf8', 0, reply.indexOf('\r\n'));
+}
+
 /** Resolves once the Redis on `port` answers PING. */
 export async function redisPing(port) {
-  const reply = await exchange(port, 'PING\r\n', (b) => b.includes('\r\n'));
+  const reply = await redisCommand(port, 'PING');
   // -LOADING while an append-only file is replayed: not ready yet.
-  if (!reply.toString('latin1').startsWith('+PONG')) throw new Error(reply.toString().trim());
+  if (reply !== '+PONG') throw new Error(reply);
 }
 
 // Minimal BSON for `{ping: 1, $db: "admin"}` in an OP_MSG, and a reader for

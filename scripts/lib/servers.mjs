@@ -1,5 +1,6 @@
 // Redis and FerretDB servers on free ports of 127.0.0.1: one at a time
-// (startRedis, startFerretDB) or both with a pid file (startStack).
+// (startRedis, startFerretDB; the test helpers restart them on the same port)
+// or both with a pid file (startStack).
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,37 +25,50 @@ async function startWithRetries(start, attempts = 3) {
   throw lastError;
 }
 
+// A started server as the callers see it: where it listens, and how to stop it.
+function runningServer(server, { url, port, bin }) {
+  return {
+    url,
+    port,
+    pid: server.child.pid,
+    bin,
+    get running() {
+      return server.exitInfo === null;
+    },
+    stop: (timeoutMs) => server.stop(timeoutMs),
+  };
+}
+
 /**
- * Starts redis-server on a free port of 127.0.0.1, data and log in `dir`.
+ * Starts redis-server on 127.0.0.1, data and log in `dir`: on `port` (tried
+ * once), or else on a free port.
  * persistent: append-only file in `dir`; otherwise nothing is written to disk.
  */
-export async function startRedis({ dir, persistent = false, bin = findRedisServer(), timeoutMs = 30_000 } = {}) {
+export async function startRedis({ dir, persistent = false, bin = findRedisServer(), port: fixedPort, timeoutMs = 30_000 } = {}) {
   if (!dir) throw new Error('startRedis: dir is required');
   fs.mkdirSync(dir, { recursive: true });
   const logFile = path.join(dir, 'redis-server.log');
-  return startWithRetries(async (port) => {
+  const start = async (port) => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', path.resolve(dir), '--daemonize', 'no'];
     if (persistent) args.push('--appendonly', 'yes');
     else args.push('--save', '', '--appendonly', 'no');
     const server = spawnServer(bin, args, { logFile, cwd: dir });
     await waitReady(server, () => redisPing(port), { name: 'redis-server', logFile, timeoutMs });
-    return {
-      url: `redis://127.0.0.1:${port}`,
-      port,
-      pid: server.child.pid,
-      bin,
-      stop: () => server.stop(),
-    };
-  });
+    return runningServer(server, { url: `redis://127.0.0.1:${port}`, port, bin });
+  };
+  return fixedPort === undefined ? startWithRetries(start) : start(fixedPort);
 }
 
-/** Starts FerretDB (SQLite handler, data under `dir`) on a free port of 127.0.0.1. */
-export async function startFerretDB({ dir, bin = findFerretDB(), timeoutMs = 60_000 } = {}) {
+/**
+ * Starts FerretDB (SQLite handler, data under `dir`) on 127.0.0.1: on `port`
+ * (tried once), or else on a free port.
+ */
+export async function startFerretDB({ dir, bin = findFerretDB(), port: fixedPort, timeoutMs = 60_000 } = {}) {
   if (!dir) throw new Error('startFerretDB: dir is required');
   const sqliteDir = path.join(path.resolve(dir), 'sqlite');
   fs.mkdirSync(sqliteDir, { recursive: true });
   const logFile = path.join(dir, 'ferretdb.log');
-  return startWithRetries(async (port) => {
+  const start = async (port) => {
     const args = [
       '--handler=sqlite',
       `--sqlite-url=file:${sqliteDir}/`,
@@ -65,14 +79,9 @@ export async function startFerretDB({ dir, bin = findFerretDB(), timeoutMs = 60_
     ];
     const server = spawnServer(bin, args, { logFile, cwd: dir });
     await waitReady(server, () => mongoPing(port), { name: 'ferretdb', logFile, timeoutMs });
-    return {
-      url: `mongodb://127.0.0.1:${port}/`,
-      port,
-      pid: server.child.pid,
-      bin,
-      stop: () => server.stop(),
-    };
-  });
+    return runningServer(server, { url: `mongodb://127.0.0.1:${port}/`, port, bin });
+  };
+  return fixedPort === undefined ? startWithRetries(start) : start(fixedPort);
 }
 
 /**
