@@ -4,6 +4,7 @@
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
+import { idempotentJobId, scopeHash } from '../../common/idempotency.js';
 import { QUEUES } from '../../common/jobs.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 import { Service, sleep, uniqueName, until, type ApiResponse } from '../helpers/service.js';
@@ -77,10 +78,13 @@ test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, 
   t.is(await db.collection('payment_intents').countDocuments({ project }), total);
   const withEvent = await db.collection('payment_intents').countDocuments({ project, created_event: { $exists: true } });
   t.is(withEvent, total, 'each object carries its created event');
-  await until('the stalled jobs to be reported', async () =>
-    replacement.output.some((line) => line.includes('job stalled')) ? true : undefined,
+  const createJobIds = new Set(bodies.map((_, i) => idempotentJobId(scopeHash({ project, livemode: false }, `wk-${i}`))));
+  const stalled = await until('the stalled create jobs to be reported', () =>
+    replacement.output
+      .filter((line) => line.includes('job stalled') && line.includes(`"queue":"${QUEUES.creates}"`))
+      .map((line) => JSON.parse(line) as { job_id?: string })[0],
   );
-  t.pass();
+  t.true(createJobIds.has(stalled.job_id ?? ''), `the replacement recovered a create job of the killed worker: ${stalled.job_id}`);
 });
 
 test('Redis loses its data (FLUSHALL, then a restart without persistence): a retry replays from MongoDB, no duplicate', async (t) => {
@@ -145,5 +149,5 @@ test('an expired key creates a new object, and the cleanup job removes expired r
   await until('the sweeper to delete the expired record', async () =>
     (await db.collection('payment_intents').countDocuments({ project, idem: { $exists: true } })) === 0 ? true : undefined,
   );
-  t.pass();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 2, 'the sweeper frees the key and keeps both objects');
 });
