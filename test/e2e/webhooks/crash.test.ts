@@ -3,13 +3,13 @@
  * event whose dispatch a crash never enqueued (the outbox), are both delivered.
  */
 import test from 'ava';
-import { createdEventId, createdEventJson } from '../../common/events.js';
-import { IdGenerator, randomBase62, type IdKind } from '../../common/ids.js';
-import type { OutboxDoc, PaymentIntentDoc } from '../../common/documents.js';
-import { verifyWebhook } from '../../common/webhooks/verify.js';
-import { Service, uniqueName } from '../helpers/service.js';
-import { createEndpoint, createPaymentIntent, waitForAttempts } from './fixtures.js';
-import { Receiver, until } from './receiver.js';
+import { createdEventId, createdEventJson } from '../../../common/events.js';
+import { IdGenerator, randomBase62, type IdKind } from '../../../common/ids.js';
+import type { OutboxDoc, PaymentIntentDoc } from '../../../common/documents.js';
+import { verifyWebhook } from '../../../common/webhooks/verify.js';
+import { Service, uniqueName, until } from '../../helpers/service.js';
+import { createEndpoint, createPaymentIntent, waitForAttempts } from '../../helpers/webhook-fixtures.js';
+import { Receiver } from '../../helpers/receiver.js';
 
 const ids = new IdGenerator(Date.now);
 const newId = (kind: IdKind) => ids.next(kind);

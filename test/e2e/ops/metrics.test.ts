@@ -4,7 +4,7 @@
 
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { freePort, Service, sleep } from '../helpers/service.js';
+import { freePort, Service, sleep } from '../../helpers/service.js';
 
 interface Sample {
   name: string;

@@ -4,10 +4,10 @@
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { idempotentJobId, scopeHash } from '../../common/idempotency.js';
-import { QUEUES } from '../../common/jobs.js';
-import { startRedisServer } from '../helpers/redis-server.js';
-import { Service, sleep, uniqueName, until, type ApiResponse } from '../helpers/service.js';
+import { idempotentJobId, scopeHash } from '../../../common/idempotency.js';
+import { QUEUES } from '../../../common/jobs.js';
+import { startRedisServer } from '../../helpers/redis-server.js';
+import { Service, sleep, uniqueName, until, type ApiResponse } from '../../helpers/service.js';
 
 const PI = '/v1/payment_intents';
 

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { Service, sleep } from '../helpers/service.js';
+import { Service, sleep } from '../../helpers/service.js';
 
 type Outcome = { status: number; code?: string; id?: string; connection?: string | null } | { error: string };
 

@@ -1,31 +1,5 @@
 import test from 'ava';
-import { ConfigError, DEFAULT_OPERATORS, loadConfig } from '../../common/config.js';
 import { ApiError, ERROR_CODES, errorBody, errors, type ErrorCode, type ErrorType } from '../../common/errors.js';
-
-const minimal = { REDIS_URL: 'redis://127.0.0.1:6379', MONGODB_URL: 'mongodb://127.0.0.1:27017' };
-
-test('config defaults follow DESIGN.md', (t) => {
-  const config = loadConfig(minimal);
-  t.like(config, {
-    port: 3000, mongodbDb: 'payments', adminToken: null, createTimeoutMs: 10_000, defaultCurrency: 'usd',
-    rateLimitPerSecond: 500, idempotencyTtlMs: 48 * 3600 * 1000, idempotencyLockMs: 30_000,
-  });
-  t.deepEqual(config.operators, DEFAULT_OPERATORS);
-  t.deepEqual(config.webhooks.retrySchedule, [5e3, 300e3, 1800e3, 7200e3, 18000e3, 36000e3, 50400e3, 72000e3, 86400e3]);
-  t.is(config.webhooks.jitter, 0.2);
-  t.is(config.webhooks.timeoutMs, 10_000);
-});
-
-test('config reports every problem at once', (t) => {
-  const err = t.throws(() => loadConfig({ PORT: 'abc', CREATE_TIMEOUT_MS: '-1', OPERATORS: 'a,,b' }), { instanceOf: ConfigError });
-  const text = err?.message ?? '';
-  for (const name of ['PORT', 'CREATE_TIMEOUT_MS', 'OPERATORS', 'REDIS_URL', 'MONGODB_URL']) t.true(text.includes(name), name);
-});
-
-test('config refuses a repeated operator and reads lists', (t) => {
-  t.throws(() => loadConfig({ ...minimal, OPERATORS: 'wave,wave' }), { instanceOf: ConfigError });
-  t.deepEqual(loadConfig({ ...minimal, OPERATORS: 'a,b', WEBHOOK_RETRY_SCHEDULE_MS: '10,20' }).webhooks.retrySchedule, [10, 20]);
-});
 
 test('the error envelope has the contract\'s members, in order, param only when set', (t) => {
   const withParam = JSON.parse(errorBody(errors.parameterMissing('amount').detail(), 'req_1', 'https://api.test'));

@@ -4,8 +4,8 @@
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { QUEUES } from '../../common/jobs.js';
-import { Service, sleep } from '../helpers/service.js';
+import { QUEUES } from '../../../common/jobs.js';
+import { Service, sleep } from '../../helpers/service.js';
 
 test('with no worker: 503 processing_timeout; once a worker runs, the object exists exactly once', async (t) => {
   const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '800' } });

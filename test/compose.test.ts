@@ -8,9 +8,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { parse } from 'yaml';
-import { ConfigError, loadConfig } from '../../common/config.js';
+import { ConfigError, loadConfig } from '../common/config.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 interface ComposeService {
   image?: string;

@@ -9,9 +9,9 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { freePort, Proc, Service, sleep, stackUrls, uniqueName, type ApiResponse } from '../helpers/service.js';
+import { freePort, Proc, Service, sleep, stackUrls, uniqueName, type ApiResponse } from '../../helpers/service.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 
 interface LogLine {
   level: number;
