@@ -263,3 +263,25 @@ export class Service {
     }
   }
 }
+
+export interface WithServiceOptions extends ServiceOptions {
+  /** Start of the project's name; a random suffix makes it unique. */
+  project?: string;
+  livemode?: boolean;
+}
+
+/**
+ * The set-up of a test that needs a service of its own: starts it (stopped when the
+ * test ends) and issues a key to a fresh project.
+ */
+export async function withService(
+  t: import('ava').ExecutionContext,
+  options: WithServiceOptions = {},
+): Promise<{ service: Service; key: string; project: string }> {
+  const { project: name = 'p', livemode = false, ...serviceOptions } = options;
+  const service = await Service.start(serviceOptions);
+  t.teardown(() => service.stop());
+  const project = uniqueName(name);
+  const key = await service.issueKey(project, livemode);
+  return { service, key, project };
+}
