@@ -168,7 +168,13 @@ export class Service {
   static async start(options: ServiceOptions = {}): Promise<Service> {
     const service = new Service(await freePort(), options);
     const workers = options.workers ?? 1;
-    await Promise.all([service.startApi(), ...Array.from({ length: workers }, () => service.startWorker())]);
+    try {
+      await Promise.all([service.startApi(), ...Array.from({ length: workers }, () => service.startWorker())]);
+    } catch (err) {
+      // Nobody else holds this service yet: stop what did start, or it outlives the test run.
+      await service.stop();
+      throw err;
+    }
     return service;
   }
 
