@@ -99,4 +99,4 @@ async function main(): Promise<void> {
   });
 }
 
-runEntryPoint('api', main);
+runEntryPoint('api', import.meta.url, main);

@@ -1,3 +1,5 @@
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { Logger } from './logger.js';
 
 export type ShutdownStep = [name: string, run: () => Promise<unknown>];
@@ -25,10 +27,26 @@ export function stopOnSignals(stop: (signal: NodeJS.Signals) => Promise<void>): 
   process.on('SIGINT', once);
 }
 
-/** Runs a process's `main`; a failure to start is one line on stderr and exit code 1. */
-export function runEntryPoint(name: string, main: () => Promise<void>): void {
+/**
+ * Runs a process's `main`; a failure to start is one line on stderr and exit code 1.
+ * `moduleUrl` is the entry point's `import.meta.url`: when the process was started
+ * from another file (a test that imports `startWorker`), `main` does not run.
+ */
+export function runEntryPoint(name: string, moduleUrl: string, main: () => Promise<void>): void {
+  if (startedFromAnotherFile(moduleUrl)) return;
   main().catch((err: unknown) => {
     process.stderr.write(`${name} failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   });
+}
+
+function startedFromAnotherFile(moduleUrl: string): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return realpathSync(entry) !== realpathSync(fileURLToPath(moduleUrl));
+  } catch {
+    // Not a file we can resolve (e.g. `node dist/worker/main`): run, as before.
+    return false;
+  }
 }

@@ -193,4 +193,4 @@ async function main(): Promise<void> {
   });
 }
 
-runEntryPoint('worker', main);
+runEntryPoint('worker', import.meta.url, main);

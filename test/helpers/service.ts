@@ -155,7 +155,13 @@ export class Service {
   static async start(options: ServiceOptions = {}): Promise<Service> {
     const service = new Service(await freePort(), options);
     const workers = options.workers ?? 1;
-    await Promise.all([service.startApi(), ...Array.from({ length: workers }, () => service.startWorker())]);
+    try {
+      await Promise.all([service.startApi(), ...Array.from({ length: workers }, () => service.startWorker())]);
+    } catch (err) {
+      // Nobody else holds this service yet: stop what did start, or it outlives the test run.
+      await service.stop();
+      throw err;
+    }
     return service;
   }
 
@@ -249,4 +255,26 @@ export class Service {
       await this.mongoClient.close();
     }
   }
+}
+
+export interface WithServiceOptions extends ServiceOptions {
+  /** Start of the project's name; a random suffix makes it unique. */
+  project?: string;
+  livemode?: boolean;
+}
+
+/**
+ * The set-up of a test that needs a service of its own: starts it (stopped when the
+ * test ends) and issues a key to a fresh project.
+ */
+export async function withService(
+  t: import('ava').ExecutionContext,
+  options: WithServiceOptions = {},
+): Promise<{ service: Service; key: string; project: string }> {
+  const { project: name = 'p', livemode = false, ...serviceOptions } = options;
+  const service = await Service.start(serviceOptions);
+  t.teardown(() => service.stop());
+  const project = uniqueName(name);
+  const key = await service.issueKey(project, livemode);
+  return { service, key, project };
 }

@@ -10,9 +10,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { freePort } from '#scripts/lib/net.mjs';
-import { Proc, Service, sleep, stackUrls, uniqueName, type ApiResponse } from '../helpers/service.js';
+import { Proc, Service, sleep, stackUrls, uniqueName, type ApiResponse } from '../../helpers/service.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 
 interface LogLine {
   level: number;

@@ -3,10 +3,10 @@
  * through the environment (200 ms, 400 ms, 800 ms, no jitter).
  */
 import test from 'ava';
-import { verifyWebhook } from '../../common/webhooks/verify.js';
-import { Service, sleep, uniqueName } from '../helpers/service.js';
-import { createEndpoint, createPaymentIntent, listAttempts, waitDispatched, waitForAttempts } from './fixtures.js';
-import { Receiver, until } from './receiver.js';
+import { verifyWebhook } from '../../../common/webhooks/verify.js';
+import { Service, sleep, uniqueName, until } from '../../helpers/service.js';
+import { createEndpoint, createPaymentIntent, listAttempts, waitDispatched, waitForAttempts } from '../../helpers/webhook-fixtures.js';
+import { Receiver } from '../../helpers/receiver.js';
 
 let service: Service;
 let receiver: Receiver;

@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import { createdEventId, objectIdOfCreatedEvent } from '../../common/events.js';
 import type { OutboxDoc, PaymentIntentDoc } from '../../common/documents.js';
-import type { Service } from '../helpers/service.js';
-import { until } from './receiver.js';
+import { until, type Service } from './service.js';
 
 export interface Endpoint {
   id: string;

@@ -4,9 +4,10 @@
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { QUEUES } from '../../common/jobs.js';
-import { startRedisServer } from '../helpers/redis-server.js';
-import { Service, sleep, uniqueName, until, type ApiResponse } from '../helpers/service.js';
+import { idempotentJobId, scopeHash } from '../../../common/idempotency.js';
+import { QUEUES } from '../../../common/jobs.js';
+import { startRedisServer } from '../../helpers/redis-server.js';
+import { sleep, until, withService, type ApiResponse, type Service } from '../../helpers/service.js';
 
 const PI = '/v1/payment_intents';
 
@@ -21,10 +22,7 @@ async function retryUntilOk(service: Service, key: string, body: unknown, idempo
 }
 
 test('the api is SIGKILLed right after enqueueing: a retry on a new api process returns the one object', async (t) => {
-  const service = await Service.start({ workers: 0 });
-  t.teardown(() => service.stop());
-  const project = uniqueName('apikill');
-  const key = await service.issueKey(project);
+  const { service, key, project } = await withService(t, { project: 'apikill', workers: 0 });
   const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
 
@@ -45,10 +43,7 @@ test('the api is SIGKILLed right after enqueueing: a retry on a new api process 
 });
 
 test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, each key has exactly one object', async (t) => {
-  const service = await Service.start({ workers: 1, env: { WORKER_CONCURRENCY: '10', CREATE_TIMEOUT_MS: '3000' } });
-  t.teardown(() => service.stop());
-  const project = uniqueName('workerkill');
-  const key = await service.issueKey(project);
+  const { service, key, project } = await withService(t, { project: 'workerkill', workers: 1, env: { WORKER_CONCURRENCY: '10', CREATE_TIMEOUT_MS: '3000' } });
   const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
 
@@ -77,19 +72,19 @@ test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, 
   t.is(await db.collection('payment_intents').countDocuments({ project }), total);
   const withEvent = await db.collection('payment_intents').countDocuments({ project, created_event: { $exists: true } });
   t.is(withEvent, total, 'each object carries its created event');
-  await until('the stalled jobs to be reported', async () =>
-    replacement.output.some((line) => line.includes('job stalled')) ? true : undefined,
+  const createJobIds = new Set(bodies.map((_, i) => idempotentJobId(scopeHash({ project, livemode: false }, `wk-${i}`))));
+  const stalled = await until('the stalled create jobs to be reported', () =>
+    replacement.output
+      .filter((line) => line.includes('job stalled') && line.includes(`"queue":"${QUEUES.creates}"`))
+      .map((line) => JSON.parse(line) as { job_id?: string })[0],
   );
-  t.pass();
+  t.true(createJobIds.has(stalled.job_id ?? ''), `the replacement recovered a create job of the killed worker: ${stalled.job_id}`);
 });
 
 test('Redis loses its data (FLUSHALL, then a restart without persistence): a retry replays from MongoDB, no duplicate', async (t) => {
   const redis = await startRedisServer({ persistent: false });
   t.teardown(() => redis.dispose());
-  const service = await Service.start({ workers: 1, redisUrl: redis.url });
-  t.teardown(() => service.stop());
-  const project = uniqueName('flush');
-  const key = await service.issueKey(project);
+  const { service, key, project } = await withService(t, { project: 'flush', workers: 1, redisUrl: redis.url });
   const headers = { 'Idempotency-Key': 'survive-redis' };
 
   const first = await service.request('POST', PI, { key, body: { amount: 31 }, headers });
@@ -123,10 +118,7 @@ test('Redis loses its data (FLUSHALL, then a restart without persistence): a ret
 });
 
 test('an expired key creates a new object, and the cleanup job removes expired records', async (t) => {
-  const service = await Service.start({ workers: 1, env: { IDEMPOTENCY_TTL_MS: '1500', IDEMPOTENCY_SWEEP_MS: '300' } });
-  t.teardown(() => service.stop());
-  const project = uniqueName('expiry');
-  const key = await service.issueKey(project);
+  const { service, key, project } = await withService(t, { project: 'expiry', workers: 1, env: { IDEMPOTENCY_TTL_MS: '1500', IDEMPOTENCY_SWEEP_MS: '300' } });
   const headers = { 'Idempotency-Key': 'short-lived' };
   const first = await service.request('POST', PI, { key, body: { amount: 5 }, headers });
   t.is(first.status, 200);
@@ -145,5 +137,5 @@ test('an expired key creates a new object, and the cleanup job removes expired r
   await until('the sweeper to delete the expired record', async () =>
     (await db.collection('payment_intents').countDocuments({ project, idem: { $exists: true } })) === 0 ? true : undefined,
   );
-  t.pass();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 2, 'the sweeper frees the key and keeps both objects');
 });

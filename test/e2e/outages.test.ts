@@ -6,17 +6,14 @@
 import test from 'ava';
 import { startFerretDBServer } from '../helpers/ferretdb-server.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { Service, uniqueName, until } from '../helpers/service.js';
+import { until, withService } from '../helpers/service.js';
 
 const PI = '/v1/payment_intents';
 
 test('Redis down: 503 service_unavailable with Retry-After, not ready; back up: the same processes work again', async (t) => {
   const redis = await startRedisServer({ persistent: true });
   t.teardown(() => redis.dispose());
-  const service = await Service.start({ workers: 1, redisUrl: redis.url });
-  t.teardown(() => service.stop());
-  const project = uniqueName('redis-out');
-  const key = await service.issueKey(project);
+  const { service, key, project } = await withService(t, { project: 'redis-out', workers: 1, redisUrl: redis.url });
   t.is((await service.request('POST', PI, { key, body: { amount: 1 } })).status, 200);
 
   await redis.stop();
@@ -45,10 +42,7 @@ test('Redis down: 503 service_unavailable with Retry-After, not ready; back up: 
 test('MongoDB down: reads answer 503, a create waits and completes once MongoDB is back, exactly once', async (t) => {
   const mongo = await startFerretDBServer();
   t.teardown(() => mongo.dispose());
-  const service = await Service.start({ workers: 1, env: { MONGODB_URL: mongo.url, CREATE_TIMEOUT_MS: '1500' } });
-  t.teardown(() => service.stop());
-  const project = uniqueName('mongo-out');
-  const key = await service.issueKey(project);
+  const { service, key, project } = await withService(t, { project: 'mongo-out', workers: 1, env: { MONGODB_URL: mongo.url, CREATE_TIMEOUT_MS: '1500' } });
   t.is((await service.request('POST', PI, { key, body: { amount: 1 } })).status, 200);
 
   await mongo.stop();

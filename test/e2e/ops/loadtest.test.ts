@@ -5,9 +5,9 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { Proc, Service } from '../helpers/service.js';
+import { Proc, Service } from '../../helpers/service.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 
 test('the load script creates payment intents and prints a summary', async (t) => {
   const service = await Service.start({ workers: 1 });

@@ -8,11 +8,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { chromium, type Browser } from 'playwright-core';
-import { Service } from '../helpers/service.js';
+import { Service } from '../../helpers/service.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 const artifacts = path.join(root, 'test', 'artifacts');
 
 const haveChromium = existsSync(CHROMIUM);

@@ -4,13 +4,11 @@
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { QUEUES } from '../../common/jobs.js';
-import { Service, sleep } from '../helpers/service.js';
+import { QUEUES } from '../../../common/jobs.js';
+import { sleep, withService } from '../../helpers/service.js';
 
 test('with no worker: 503 processing_timeout; once a worker runs, the object exists exactly once', async (t) => {
-  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '800' } });
-  t.teardown(() => service.stop());
-  const key = await service.issueKey('no-worker');
+  const { service, key, project } = await withService(t, { project: 'no-worker', workers: 0, env: { CREATE_TIMEOUT_MS: '800' } });
 
   const keyed = await service.request('POST', '/v1/payment_intents', {
     key, body: { amount: 7 }, headers: { 'Idempotency-Key': 'wait-for-me' },
@@ -35,22 +33,22 @@ test('with no worker: 503 processing_timeout; once a worker runs, the object exi
   t.teardown(() => queue.close());
   // Both jobs done: the keyed result is recorded and cached.
   while ((await queue.getJobCountByTypes('waiting', 'active', 'delayed')) > 0 && Date.now() < deadline) await sleep(100);
-  while ((await db.collection('payment_intents').countDocuments({ project: 'no-worker' })) < 2 && Date.now() < deadline) await sleep(100);
+  while ((await db.collection('payment_intents').countDocuments({ project })) < 2 && Date.now() < deadline) await sleep(100);
 
   const retried = await service.request('POST', '/v1/payment_intents', {
     key, body: { amount: 7 }, headers: { 'Idempotency-Key': 'wait-for-me' },
   });
   t.is(retried.status, 200, retried.text);
   t.is(retried.headers.get('idempotent-replayed'), 'true');
-  t.is(await db.collection('payment_intents').countDocuments({ project: 'no-worker', amount: 7 }), 1);
-  t.is(await db.collection('payment_intents').countDocuments({ project: 'no-worker', amount: 8 }), 1);
-  t.is(await db.collection('payment_intents').countDocuments({ project: 'no-worker' }), 2);
+  t.is(await db.collection('payment_intents').countDocuments({ project, amount: 7 }), 1);
+  t.is(await db.collection('payment_intents').countDocuments({ project, amount: 8 }), 1);
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 2);
 });
 
 test('SIGTERM to a worker with jobs in flight: it finishes them and exits 0; nothing is lost or duplicated', async (t) => {
-  const service = await Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '20000', WORKER_CONCURRENCY: '10' } });
-  t.teardown(() => service.stop());
-  const key = await service.issueKey('sigterm-worker');
+  const { service, key, project } = await withService(t, {
+    project: 'sigterm-worker', workers: 1, env: { CREATE_TIMEOUT_MS: '20000', WORKER_CONCURRENCY: '10' },
+  });
   const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
 
@@ -76,6 +74,6 @@ test('SIGTERM to a worker with jobs in flight: it finishes them and exits 0; not
   const ids = new Set(results.map((r) => r.body.id));
   t.is(ids.size, total);
   const db = await service.db();
-  t.is(await db.collection('payment_intents').countDocuments({ project: 'sigterm-worker' }), total);
+  t.is(await db.collection('payment_intents').countDocuments({ project }), total);
   t.is(await queue.getFailedCount(), 0);
 });

@@ -1,6 +1,5 @@
 import test from 'ava';
 import { ConfigError, DEFAULT_OPERATORS, loadConfig } from '../../common/config.js';
-import { ApiError, ERROR_CODES, errorBody, errors } from '../../common/errors.js';
 
 const minimal = { REDIS_URL: 'redis://127.0.0.1:6379', MONGODB_URL: 'mongodb://127.0.0.1:27017' };
 
@@ -25,25 +24,4 @@ test('config reports every problem at once', (t) => {
 test('config refuses a repeated operator and reads lists', (t) => {
   t.throws(() => loadConfig({ ...minimal, OPERATORS: 'wave,wave' }), { instanceOf: ConfigError });
   t.deepEqual(loadConfig({ ...minimal, OPERATORS: 'a,b', WEBHOOK_RETRY_SCHEDULE_MS: '10,20' }).webhooks.retrySchedule, [10, 20]);
-});
-
-test('the error envelope has the contract\'s members, in order, param only when set', (t) => {
-  const withParam = JSON.parse(errorBody(errors.parameterMissing('amount').detail(), 'req_1', 'https://api.test'));
-  t.deepEqual(Object.keys(withParam.error), ['type', 'code', 'message', 'param', 'request_id', 'doc_url']);
-  t.is(withParam.error.doc_url, 'https://api.test/docs/errors#parameter_missing');
-  const without = JSON.parse(errorBody(errors.apiKeyMissing().detail(), 'req_2', 'https://api.test'));
-  t.false('param' in without.error);
-  t.false('operator_decline_code' in without.error);
-});
-
-test('every error code has a status and a type that match the contract table', (t) => {
-  for (const [code, info] of Object.entries(ERROR_CODES)) {
-    const err = new ApiError(code as keyof typeof ERROR_CODES, 'm');
-    t.is(err.status, info.status, code);
-    t.is(err.type, info.type, code);
-  }
-  t.is(errors.cursorMissing('starting_after', 'x').status, 400);
-  t.is(errors.resourceMissing('payment_intent', 'x', 'id').status, 404);
-  t.is(errors.idempotencyKeyReused().type, 'idempotency_error');
-  t.is(errors.processingTimeout().headers['Retry-After'], '1');
 });

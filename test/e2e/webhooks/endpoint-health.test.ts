@@ -4,10 +4,10 @@
  * a disabled endpoint gets no further attempts, not even pending retries.
  */
 import test from 'ava';
-import type { WebhookEndpointDoc } from '../../common/documents.js';
-import { Service, sleep, uniqueName } from '../helpers/service.js';
-import { createEndpoint, createPaymentIntent, listAttempts, waitForAttempts } from './fixtures.js';
-import { Receiver, until } from './receiver.js';
+import type { WebhookEndpointDoc } from '../../../common/documents.js';
+import { Service, sleep, uniqueName, until } from '../../helpers/service.js';
+import { createEndpoint, createPaymentIntent, listAttempts, waitForAttempts } from '../../helpers/webhook-fixtures.js';
+import { Receiver } from '../../helpers/receiver.js';
 
 let service: Service;
 let receiver: Receiver;

@@ -3,8 +3,8 @@
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { QUEUES } from '../../common/jobs.js';
-import { Service, sleep, uniqueName } from '../helpers/service.js';
+import { QUEUES } from '../../../common/jobs.js';
+import { Service, sleep, uniqueName } from '../../helpers/service.js';
 
 let service: Service;
 

@@ -5,13 +5,13 @@
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
-import { QUEUES } from '../../common/jobs.js';
-import type { WebhookEndpointDoc } from '../../common/documents.js';
-import { verifyWebhook, WebhookVerificationError } from '../../common/webhooks/verify.js';
-import { deliveryJobId } from '../../common/events.js';
-import { Service, sleep, uniqueName } from '../helpers/service.js';
-import { createEndpoint, createPaymentIntent, listAttempts, waitDispatched } from './fixtures.js';
-import { Receiver } from './receiver.js';
+import { QUEUES } from '../../../common/jobs.js';
+import type { WebhookEndpointDoc } from '../../../common/documents.js';
+import { verifyWebhook, WebhookVerificationError } from '../../../common/webhooks/verify.js';
+import { deliveryJobId } from '../../../common/events.js';
+import { Service, sleep, uniqueName } from '../../helpers/service.js';
+import { createEndpoint, createPaymentIntent, listAttempts, waitDispatched } from '../../helpers/webhook-fixtures.js';
+import { Receiver } from '../../helpers/receiver.js';
 
 let service: Service;
 let receiver: Receiver;

@@ -2,8 +2,8 @@
 // token over the page, its assets and its JSON API; 404 when no token is configured.
 
 import test from 'ava';
-import { startRedisServer } from '../helpers/redis-server.js';
-import { Service, sleep, type ApiResponse } from '../helpers/service.js';
+import { startRedisServer } from '../../helpers/redis-server.js';
+import { Service, sleep, type ApiResponse } from '../../helpers/service.js';
 
 let service: Service;
 

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { Service, sleep } from '../helpers/service.js';
+import { sleep, withService } from '../../helpers/service.js';
 
 type Outcome = { status: number; code?: string; id?: string; connection?: string | null } | { error: string };
 
@@ -19,9 +19,7 @@ function errorCode(err: unknown): string {
 }
 
 test('SIGTERM under a few hundred in-flight creates: every request gets a real answer and each key one object', async (t) => {
-  const service = await Service.start({ workers: 2 });
-  t.teardown(() => service.stop());
-  const apiKey = await service.issueKey('sigterm');
+  const { service, key: apiKey, project } = await withService(t, { project: 'sigterm', workers: 2 });
   const baseUrl = service.baseUrl;
 
   const send = async (key: string): Promise<Outcome> => {
@@ -131,7 +129,7 @@ test('SIGTERM under a few hundred in-flight creates: every request gets a real a
 
   // Exactly one object per key, and it is the one every 200 of that key named.
   const db = await service.db();
-  const stored = await db.collection('payment_intents').find({ project: 'sigterm' }, { projection: { _id: 1 } }).toArray();
+  const stored = await db.collection('payment_intents').find({ project }, { projection: { _id: 1 } }).toArray();
   const keys = new Set(all.map(({ key }) => key));
   t.is(stored.length, keys.size, 'one stored payment intent per idempotency key');
   for (const [key, ids] of idsByKey) t.is(ids.size, 1, `every 200 for ${key} names the same object`);

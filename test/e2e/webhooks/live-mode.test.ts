@@ -6,10 +6,10 @@
 import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
 import test from 'ava';
-import { isForbiddenAddress } from '../../common/net.js';
-import { Service, sleep, uniqueName } from '../helpers/service.js';
-import { createEndpoint, createPaymentIntent, waitForAttempts } from './fixtures.js';
-import { Receiver } from './receiver.js';
+import { isForbiddenAddress } from '../../../common/net.js';
+import { Service, sleep, uniqueName } from '../../helpers/service.js';
+import { createEndpoint, createPaymentIntent, waitForAttempts } from '../../helpers/webhook-fixtures.js';
+import { Receiver } from '../../helpers/receiver.js';
 
 let service: Service;
 let receiver: Receiver;

@@ -3,13 +3,13 @@
  * event whose dispatch a crash never enqueued (the outbox), are both delivered.
  */
 import test from 'ava';
-import { createdEventId, createdEventJson } from '../../common/events.js';
-import { IdGenerator, randomBase62, type IdKind } from '../../common/ids.js';
-import type { OutboxDoc, PaymentIntentDoc } from '../../common/documents.js';
-import { verifyWebhook } from '../../common/webhooks/verify.js';
-import { Service, uniqueName } from '../helpers/service.js';
-import { createEndpoint, createPaymentIntent, waitForAttempts } from './fixtures.js';
-import { Receiver, until } from './receiver.js';
+import { createdEventId, createdEventJson } from '../../../common/events.js';
+import { IdGenerator, randomBase62, type IdKind } from '../../../common/ids.js';
+import type { OutboxDoc, PaymentIntentDoc } from '../../../common/documents.js';
+import { verifyWebhook } from '../../../common/webhooks/verify.js';
+import { until, withService } from '../../helpers/service.js';
+import { createEndpoint, createPaymentIntent, waitForAttempts } from '../../helpers/webhook-fixtures.js';
+import { Receiver } from '../../helpers/receiver.js';
 
 const ids = new IdGenerator(Date.now);
 const newId = (kind: IdKind) => ids.next(kind);
@@ -25,10 +25,7 @@ test.after.always(async () => {
 });
 
 test('a worker killed mid-delivery: the event is still delivered, with the same webhook-id', async (t) => {
-  const service = await Service.start({ workers: 1, env: { WEBHOOK_RETRY_SCHEDULE_MS: '200,400', WEBHOOK_JITTER: '0' } });
-  t.teardown(() => service.stop());
-  const project = uniqueName('killed');
-  const key = await service.issueKey(project);
+  const { service, key, project } = await withService(t, { project: 'killed', workers: 1, env: { WEBHOOK_RETRY_SCHEDULE_MS: '200,400', WEBHOOK_JITTER: '0' } });
   const path = `/${project}`;
   receiver.on(path, (n) => (n === 0 ? { hang: true } : { status: 200, body: 'finally' }));
   const endpoint = await createEndpoint(service, key, receiver.url(path));
@@ -48,10 +45,7 @@ test('a worker killed mid-delivery: the event is still delivered, with the same 
 });
 
 test('an event written but never dispatched (a crash before the enqueue) is picked up by the sweeper', async (t) => {
-  const service = await Service.start({ workers: 1, env: { WEBHOOK_SWEEP_INTERVAL_MS: '300', WEBHOOK_SWEEP_AGE_MS: '1000' } });
-  t.teardown(() => service.stop());
-  const project = uniqueName('outbox');
-  const key = await service.issueKey(project);
+  const { service, key, project } = await withService(t, { project: 'outbox', workers: 1, env: { WEBHOOK_SWEEP_INTERVAL_MS: '300', WEBHOOK_SWEEP_AGE_MS: '1000' } });
   const path = `/${project}`;
   const endpoint = await createEndpoint(service, key, receiver.url(path));
 

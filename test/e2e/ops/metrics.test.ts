@@ -5,7 +5,7 @@
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { freePort } from '#scripts/lib/net.mjs';
-import { Service, sleep } from '../helpers/service.js';
+import { Service, sleep } from '../../helpers/service.js';
 
 interface Sample {
   name: string;

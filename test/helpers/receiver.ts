@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sleep } from '../helpers/service.js';
+import { sleep } from './service.js';
 
 export interface Received {
   path: string;
@@ -88,4 +88,4 @@ export class Receiver {
 
 const ok: Script = () => ({ status: 200, body: 'ok' });
 
-export { until } from '../helpers/service.js';
+export { until } from './service.js';

@@ -1,0 +1,49 @@
+import test from 'ava';
+import { ApiError, ERROR_CODES, errorBody, errors, type ErrorCode, type ErrorType } from '../../common/errors.js';
+
+test('the error envelope has the contract\'s members, in order, param only when set', (t) => {
+  const withParam = JSON.parse(errorBody(errors.parameterMissing('amount').detail(), 'req_1', 'https://api.test'));
+  t.deepEqual(Object.keys(withParam.error), ['type', 'code', 'message', 'param', 'request_id', 'doc_url']);
+  t.is(withParam.error.doc_url, 'https://api.test/docs/errors#parameter_missing');
+  const without = JSON.parse(errorBody(errors.apiKeyMissing().detail(), 'req_2', 'https://api.test'));
+  t.false('param' in without.error);
+  t.false('operator_decline_code' in without.error);
+});
+
+/**
+ * DESIGN.md section 4's table, written out here rather than read from common/errors.ts:
+ * HTTP status, type, and the codes of each row.
+ */
+const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> = [
+  [400, 'invalid_request_error', [
+    'parameter_missing', 'parameter_invalid', 'parameter_invalid_integer', 'parameter_invalid_string', 'parameter_invalid_boolean',
+    'parameter_invalid_empty', 'parameter_out_of_range', 'parameter_unknown', 'parameter_conflict', 'invalid_json', 'url_invalid',
+    'currency_invalid', 'operator_invalid', 'event_type_invalid', 'amount_too_small', 'amount_too_large', 'metadata_invalid',
+    'idempotency_key_invalid',
+  ]],
+  [400, 'idempotency_error', ['idempotency_key_reused']],
+  [401, 'invalid_request_error', ['api_key_missing', 'api_key_invalid']],
+  [404, 'invalid_request_error', ['resource_missing', 'route_not_found']],
+  [405, 'invalid_request_error', ['method_not_allowed']],
+  [409, 'invalid_request_error', ['idempotency_in_flight']],
+  [413, 'invalid_request_error', ['body_too_large']],
+  [415, 'invalid_request_error', ['content_type_invalid']],
+  [429, 'invalid_request_error', ['rate_limit']],
+  [500, 'api_error', ['internal_error']],
+  [503, 'api_error', ['service_unavailable', 'processing_timeout']],
+];
+
+test('the error catalogue is the contract table: the same codes, each with its status and type', (t) => {
+  const contract = Object.fromEntries(CONTRACT_TABLE.flatMap(([status, type, codes]) => codes.map((code) => [code, { status, type }])));
+  const catalogue = Object.fromEntries(Object.entries(ERROR_CODES).map(([code, info]) => [code, { status: info.status, type: info.type }]));
+  t.deepEqual(catalogue, contract);
+  for (const [code, { status, type }] of Object.entries(contract)) {
+    const err = new ApiError(code as ErrorCode, 'm');
+    t.is(err.status, status, code);
+    t.is(err.type, type, code);
+  }
+  t.is(errors.cursorMissing('starting_after', 'x').status, 400, 'resource_missing as a list cursor is bad input');
+  t.is(errors.resourceMissing('payment_intent', 'x', 'id').status, 404);
+  t.is(errors.idempotencyKeyReused().type, 'idempotency_error');
+  t.is(errors.processingTimeout().headers['Retry-After'], '1');
+});

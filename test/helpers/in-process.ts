@@ -1,0 +1,161 @@
+/**
+ * In-process harness: the api and the worker built from their own modules, wired as
+ * api/main.ts and worker/main.ts wire them, on the test stack's Redis and FerretDB,
+ * with a clock the test moves by hand. Each stack has a database and a queue prefix
+ * of its own, dropped when it closes.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Redis } from 'ioredis';
+import { createApp } from '../../api/app.js';
+import { ResultWaiter } from '../../api/result-waiter.js';
+import { ApiKeyCache, issueKey } from '../../common/api-keys.js';
+import { loadConfig, type Config } from '../../common/config.js';
+import { IdGenerator } from '../../common/ids.js';
+import { openQueues } from '../../common/jobs.js';
+import { createLogger } from '../../common/logger.js';
+import { connectMongo, type Mongo } from '../../common/mongo.js';
+import { createRedis, waitReady } from '../../common/redis.js';
+import { startWorker } from '../../worker/main.js';
+import { stackUrls, uniqueName, type ApiResponse } from './service.js';
+
+/** Epoch ms that move only when the test says so. */
+export class FakeClock {
+  constructor(private ms = Date.now()) {}
+
+  readonly now = (): number => this.ms;
+
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+/** The config, clients and clock of one test file. */
+export interface Stack {
+  config: Config;
+  clock: FakeClock;
+  mongo: Mongo;
+  /** A fail-fast command connection, as the api and the worker use. */
+  redis: Redis;
+  close(): Promise<void>;
+}
+
+/** Config from `env` over the test stack's servers, a fresh database and a fresh queue prefix. */
+export async function openStack(env: Record<string, string> = {}): Promise<Stack> {
+  const { redisUrl, mongoUrl } = stackUrls();
+  const config = loadConfig({
+    REDIS_URL: redisUrl,
+    MONGODB_URL: mongoUrl,
+    MONGODB_DB: uniqueName('t'),
+    QUEUE_PREFIX: uniqueName('q'),
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_SECOND: '0',
+    ...env,
+  });
+  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'test');
+  const redis = createRedis(config.redisUrl, 'failFast', 'test');
+  await waitReady(redis);
+  return {
+    config,
+    clock: new FakeClock(),
+    mongo,
+    redis,
+    async close() {
+      await deleteKeys(redis, `${config.queuePrefix}:*`).catch(() => undefined);
+      await redis.quit().catch(() => redis.disconnect());
+      await mongo.db.dropDatabase().catch(() => undefined);
+      await mongo.client.close();
+    },
+  };
+}
+
+async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    if (keys.length > 0) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+}
+
+export interface RequestOptions {
+  key?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** The api on an HTTP server at 127.0.0.1 (a free port), and one worker, in this process. */
+export interface InProcessService {
+  baseUrl: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are whatever JSON the test asserts on
+  request(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<any>>;
+  /** Issues an API key for `project` directly in MongoDB, as the admin API would. */
+  issueKey(project: string, livemode?: boolean): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startInProcess(stack: Stack): Promise<InProcessService> {
+  const { config, mongo, clock } = stack;
+  const logger = createLogger(config.logLevel, 'test');
+  const ids = new IdGenerator(clock.now);
+
+  const subscriber = createRedis(config.redisUrl, 'patient', 'test-api-subscriber');
+  const queueConnection = createRedis(config.redisUrl, 'failFast', 'test-api-queues');
+  const queues = openQueues({ connection: queueConnection, prefix: config.queuePrefix });
+  const results = new ResultWaiter(subscriber, config.queuePrefix);
+  await results.start();
+  const app = createApp({
+    config,
+    redis: stack.redis,
+    queues,
+    results,
+    mongo,
+    keys: new ApiKeyCache(mongo.collections, config.apiKeyCacheMs, clock.now),
+    logger,
+    ids,
+    now: clock.now,
+  });
+  const server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const workerRedis = {
+    commands: createRedis(config.redisUrl, 'failFast', 'test-worker'),
+    queues: createRedis(config.redisUrl, 'patient', 'test-worker-queues'),
+    workers: createRedis(config.redisUrl, 'patient', 'test-worker-bullmq'),
+  };
+  const worker = await startWorker({ config, logger, mongo, redis: workerRedis, now: clock.now, ids: new IdGenerator(clock.now) });
+
+  return {
+    baseUrl,
+    async request(method, path, options = {}) {
+      const headers: Record<string, string> = { ...options.headers };
+      if (options.key) headers.Authorization = `Bearer ${options.key}`;
+      let body: string | undefined;
+      if (options.body !== undefined) {
+        body = JSON.stringify(options.body);
+        headers['Content-Type'] ??= 'application/json';
+      }
+      const res = await fetch(baseUrl + path, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, headers: res.headers, text, body: parsed };
+    },
+    async issueKey(project, livemode = false) {
+      return (await issueKey({ collections: mongo.collections, ids, now: clock.now }, project, livemode)).secret;
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await worker.close();
+      await results.close();
+      await Promise.all(Object.values(queues).map((queue) => queue.close()));
+      for (const client of [queueConnection, ...Object.values(workerRedis)]) await client.quit().catch(() => client.disconnect());
+    },
+  };
+}

@@ -1,0 +1,161 @@
+/**
+ * The create loop of worker/processors/create.ts (exactly one object per job and per
+ * idempotency key), driven through the payment intent processor against real
+ * FerretDB and Redis, with an injected clock per test. Each test has a project of
+ * its own, so they run side by side.
+ */
+import test from 'ava';
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { decodeEntry, idempotentJobId, redisKey, requestFingerprint, scopeHash } from '../../../common/idempotency.js';
+import { IdGenerator } from '../../../common/ids.js';
+import { openQueue, QUEUES, resultsChannel, type CreateJobResult, type CreatePaymentIntentData, type CreateResultMessage, type Scope, type TypedQueue } from '../../../common/jobs.js';
+import { createRedis } from '../../../common/redis.js';
+import { createPaymentIntent } from '../../../worker/processors/create-payment-intent.js';
+import { FakeClock, openStack, type Stack } from '../../helpers/in-process.js';
+import { uniqueName, until } from '../../helpers/service.js';
+
+const PI = '/v1/payment_intents';
+
+let stack: Stack;
+let subscriber: Redis;
+let eventsQueue: TypedQueue<'events'>;
+const published = new Map<string, CreateResultMessage[]>();
+
+test.before(async () => {
+  stack = await openStack();
+  subscriber = createRedis(stack.config.redisUrl, 'patient', 'test-results');
+  subscriber.on('message', (_channel: string, raw: string) => {
+    const message = JSON.parse(raw) as CreateResultMessage;
+    published.set(message.jobId, [...(published.get(message.jobId) ?? []), message]);
+  });
+  await subscriber.subscribe(resultsChannel(stack.config.queuePrefix));
+  eventsQueue = openQueue(QUEUES.events, { connection: stack.redis, prefix: stack.config.queuePrefix });
+});
+
+test.after.always(async () => {
+  await eventsQueue?.close();
+  await subscriber?.quit();
+  await stack?.close();
+});
+
+/** One test's world: its scope, its clock, and jobs as the api would enqueue them. */
+function world() {
+  const scope: Scope = { project: uniqueName('create'), livemode: false };
+  const clock = new FakeClock();
+  const ids = new IdGenerator(clock.now);
+  const deps = { collections: stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue };
+  return {
+    scope,
+    clock,
+    /** A create job; with an idempotency key, its job id comes from the key, as the api makes it. */
+    job(options: { key?: string; amount?: number } = {}): Job<CreatePaymentIntentData> {
+      const id = ids.next('payment_intent');
+      const amount = options.amount ?? 100;
+      const idempotency = options.key === undefined
+        ? null
+        : {
+            scopeHash: scopeHash(scope, options.key),
+            key: options.key,
+            fingerprint: requestFingerprint('POST', PI, { amount }),
+            expiresAt: clock.now() + stack.config.idempotencyTtlMs,
+          };
+      const data: CreatePaymentIntentData = {
+        ...scope,
+        id,
+        created: Math.floor(clock.now() / 1000),
+        requestId: `req_${id}`,
+        baseUrl: 'http://api.test',
+        idempotency,
+        input: {
+          amount, currency: 'usd', description: null, metadata: [], allowed_operators: ['wave'], selected_operator: null,
+          automatic_operator: true, expires_at: Math.floor(clock.now() / 1000) + 86_400,
+        },
+      };
+      return { id: idempotency ? idempotentJobId(idempotency.scopeHash) : id, data } as Job<CreatePaymentIntentData>;
+    },
+    run: (job: Job<CreatePaymentIntentData>): Promise<CreateJobResult> => createPaymentIntent(deps, job),
+    stored: () => stack.mongo.collections.paymentIntents.find({ project: scope.project }).sort({ _id: 1 }).toArray(),
+  };
+}
+
+/**
+ * The nth answer published under a job id (what the waiting api request sends). Jobs
+ * for one key share their job id, as the api makes them.
+ */
+function answer(job: Job, n = 1): Promise<CreateResultMessage> {
+  return until(`answer ${n} of ${job.id}`, () => published.get(String(job.id))?.[n - 1], 5000);
+}
+
+test('a keyed job inserts its object with the key, caches the answer for the key, and publishes it', async (t) => {
+  const w = world();
+  const job = w.job({ key: 'first' });
+  t.deepEqual(await w.run(job), { ok: true, id: job.data.id, status: 200 });
+  const [doc] = await w.stored();
+  t.like(doc, {
+    _id: job.data.id,
+    idem: job.data.idempotency?.scopeHash,
+    idem_fp: job.data.idempotency?.fingerprint,
+    idem_expires_at: job.data.idempotency?.expiresAt,
+  });
+  const sent = await answer(job);
+  t.is(sent.status, 200);
+  t.is(JSON.parse(sent.body).id, job.data.id);
+  const cacheKey = redisKey(stack.config.queuePrefix, job.data.idempotency!.scopeHash);
+  t.like(decodeEntry(await stack.redis.get(cacheKey)), { s: 'done', status: 200, body: sent.body, exp: job.data.idempotency?.expiresAt });
+  const ttl = await stack.redis.pttl(cacheKey);
+  t.true(ttl > 0 && ttl <= stack.config.idempotencyTtlMs, `cached until the key expires by the injected clock (${ttl} ms)`);
+});
+
+for (const keyed of [true, false]) {
+  test(`a retried ${keyed ? 'keyed' : 'unkeyed'} job (same id) answers with the stored object, not a second one`, async (t) => {
+    const w = world();
+    const job = w.job(keyed ? { key: 'retried' } : {});
+    const first = await w.run(job);
+    const again = await w.run(job);
+    t.deepEqual(again, first);
+    t.is((await answer(job, 2)).body, (await answer(job, 1)).body, 'the same bytes, client secret included');
+    t.is((await w.stored()).length, 1);
+  });
+}
+
+test('a second job with the same key and the same request answers with the object the key created', async (t) => {
+  const w = world();
+  const first = w.job({ key: 'same', amount: 200 });
+  const second = w.job({ key: 'same', amount: 200 });
+  t.not(second.data.id, first.data.id, 'the second request got an id of its own');
+  await w.run(first);
+  t.deepEqual(await w.run(second), { ok: true, id: first.data.id, status: 200 });
+  t.is(second.id, first.id);
+  t.is((await answer(second, 2)).body, (await answer(first, 1)).body);
+  t.deepEqual((await w.stored()).map((doc) => doc._id), [first.data.id]);
+});
+
+test('a second job with the same key and another request is idempotency_key_reused, and stores nothing', async (t) => {
+  const w = world();
+  const first = w.job({ key: 'reused', amount: 300 });
+  const other = w.job({ key: 'reused', amount: 301 });
+  await w.run(first);
+  t.deepEqual(await w.run(other), { ok: false, id: null, status: 400 });
+  const sent = await answer(other, 2);
+  t.is(sent.status, 400);
+  t.like(JSON.parse(sent.body).error, { type: 'idempotency_error', code: 'idempotency_key_reused', request_id: other.data.requestId });
+  t.deepEqual((await w.stored()).map((doc) => doc._id), [first.data.id]);
+  const cached = decodeEntry(await stack.redis.get(redisKey(stack.config.queuePrefix, first.data.idempotency!.scopeHash)));
+  t.like(cached, { s: 'done', fp: first.data.idempotency?.fingerprint }, 'the key still answers the first request');
+});
+
+test('a holder whose key has expired by the clock is freed, and the new job inserts its own object', async (t) => {
+  const w = world();
+  const old = w.job({ key: 'expired', amount: 400 });
+  await w.run(old);
+  // Past the expiry, before the sweeper has freed the key.
+  w.clock.advance(stack.config.idempotencyTtlMs + 1);
+  const fresh = w.job({ key: 'expired', amount: 401 });
+  t.deepEqual(await w.run(fresh), { ok: true, id: fresh.data.id, status: 200 });
+  const [oldDoc, newDoc] = await w.stored();
+  t.is(oldDoc?._id, old.data.id);
+  t.is(oldDoc?.idem, undefined, 'the expired object gave up the key');
+  t.like(newDoc, { _id: fresh.data.id, amount: 401, idem: fresh.data.idempotency?.scopeHash, idem_fp: fresh.data.idempotency?.fingerprint });
+  t.is(JSON.parse((await answer(fresh, 2)).body).id, fresh.data.id);
+});
