@@ -60,7 +60,7 @@ export default defineConfig([
     ignores: ['dist/', 'node_modules/', '.data/', 'bench/results/', '.tmp/', 'test/artifacts/'],
   },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.{ts,mts}'],
     extends: [tseslint.configs.recommended],
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', unusedVars],

@@ -5,10 +5,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import type { MongoClient } from 'mongodb';
+import { freePort } from '#scripts/lib/net.mjs';
 import { progress } from './progress.js';
 import { PROJECT, ROOT, settings } from './settings.js';
 
@@ -101,19 +101,6 @@ export function stopChildrenOnExit(): void {
       setTimeout(() => process.exit(130), 3000).unref();
     });
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitUntil(what: string, child: Child, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {

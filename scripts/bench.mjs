@@ -1,7 +1,7 @@
 // npm run bench: install and build when needed, start throw-away Redis and
 // FerretDB servers on free ports, run the benchmark (dist/bench/run.js)
 // against them, clean up, and exit with the benchmark's code.
-// Knobs are environment variables, read by bench/run.ts (see bench/README.md).
+// Knobs are environment variables, read by bench/settings.ts (see bench/README.md).
 
 import path from 'node:path';
 

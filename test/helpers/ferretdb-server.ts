@@ -1,14 +1,14 @@
 /**
- * A private FerretDB for tests that stop and restart their MongoDB. Uses
- * $FERRETDB_BIN (set by `npm test`), a free port and a temporary data directory that
- * survives restarts.
+ * A private FerretDB for tests that stop and restart their MongoDB. Started by
+ * scripts/lib/servers.mjs, as `npm test`'s own FerretDB is, on a free port with
+ * a temporary data directory that survives restarts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MongoClient } from 'mongodb';
-import { freePort, sleep } from './service.js';
+
+import { writePidFile } from '#scripts/lib/pid-files.mjs';
+import { startFerretDB, type RunningServer } from '#scripts/lib/servers.mjs';
 
 export interface FerretDBServer {
   readonly url: string;
@@ -17,58 +17,40 @@ export interface FerretDBServer {
   dispose(): Promise<void>;
 }
 
+// Under the prefix of `npm test`'s throw-away stacks and with a pid file, so
+// that `npm test` reaps a server whose test process was killed.
+const TEMP_PREFIX = 'payments-test-stack-ferretdb-';
+const START_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 5000;
+
 export async function startFerretDBServer(): Promise<FerretDBServer> {
-  const bin = process.env.FERRETDB_BIN ?? 'ferretdb';
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferretdb-test-'));
-  fs.mkdirSync(path.join(dir, 'sqlite'));
-  const port = await freePort();
-  const url = `mongodb://127.0.0.1:${port}/`;
-  let child: ChildProcess | null = null;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), TEMP_PREFIX));
 
-  const start = async () => {
-    const log = fs.openSync(path.join(dir, 'ferretdb.log'), 'a');
-    child = spawn(
-      bin,
-      [
-        '--handler=sqlite', `--sqlite-url=file:${dir}/sqlite/`, '--telemetry=disable',
-        `--listen-addr=127.0.0.1:${port}`, '--debug-addr=-', `--state-dir=${dir}`,
-      ],
-      { stdio: ['ignore', log, log] },
-    );
-    fs.closeSync(log);
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const client = new MongoClient(url, { serverSelectionTimeoutMS: 500 });
-      try {
-        await client.db('admin').command({ ping: 1 });
-        return;
-      } catch (err) {
-        if (Date.now() > deadline) throw new Error(`FerretDB did not start on ${port}: ${(err as Error).message}`);
-        await sleep(100);
-      } finally {
-        await client.close().catch(() => undefined);
-      }
-    }
-  };
+  async function launch(port?: number, bin?: string): Promise<RunningServer> {
+    const server = await startFerretDB({ dir, port, bin, timeoutMs: START_TIMEOUT_MS });
+    writePidFile(dir, [{ name: 'ferretdb (test helper)', pid: server.pid, bin: server.bin }]);
+    return server;
+  }
 
-  const stop = async () => {
-    const running = child;
-    child = null;
-    if (!running || running.exitCode !== null) return;
-    const exited = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGTERM');
-    const timer = setTimeout(() => running.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  };
+  let current: RunningServer;
+  try {
+    current = await launch();
+  } catch (error) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  const { port, bin, url } = current;
 
-  await start();
+  async function stop(): Promise<void> {
+    await current.stop(STOP_TIMEOUT_MS);
+  }
+
   return {
     url,
     stop,
     restart: async () => {
       await stop();
-      await start();
+      current = await launch(port, bin);
     },
     dispose: async () => {
       await stop();

@@ -5,11 +5,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, type Db } from 'mongodb';
 import { Redis } from 'ioredis';
+import { freePort } from '#scripts/lib/net.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -18,19 +18,6 @@ export function stackUrls(): { redisUrl: string; mongoUrl: string } {
   const mongoUrl = process.env.MONGODB_URL;
   if (!redisUrl || !mongoUrl) throw new Error('REDIS_URL and MONGODB_URL must be set: run the tests with `npm test`');
   return { redisUrl, mongoUrl };
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export function uniqueName(prefix: string): string {

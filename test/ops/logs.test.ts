@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { freePort, Proc, Service, sleep, stackUrls, uniqueName, type ApiResponse } from '../helpers/service.js';
+import { freePort } from '#scripts/lib/net.mjs';
+import { Proc, Service, sleep, stackUrls, uniqueName, type ApiResponse } from '../helpers/service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 

@@ -4,7 +4,8 @@
 
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { freePort, Service, sleep } from '../helpers/service.js';
+import { freePort } from '#scripts/lib/net.mjs';
+import { Service, sleep } from '../helpers/service.js';
 
 interface Sample {
   name: string;
