@@ -92,16 +92,17 @@ function goals(list: ScenarioRow[], extraRows: ExtraRow[], rss: RssReadings): Go
     const y = byId.get(b);
     return x && y && !x.skipped && !y.skipped ? [x, y] as const : null;
   };
-  for (const c of [16, 64]) {
+  // Group commit: through the queue at least as fast as the naive direct insert.
+  for (const [c, factor] of [[16, 1], [64, 1.5]] as const) {
     const p = pair(`S2-c${c}` as ScenarioId, `S1-c${c}` as ScenarioId);
     check(
-      `S2-c${c} rps >= 50% of S1-c${c}`,
-      p ? (p[0].rps as number) >= 0.5 * (p[1].rps as number) : null,
-      p ? `${p[0].rps} vs ${p[1].rps} req/s (${Math.round(((p[0].rps as number) / (p[1].rps as number)) * 100)}%)` : '',
+      `S2-c${c} rps >= ${factor}x S1-c${c}`,
+      p ? (p[0].rps as number) >= factor * (p[1].rps as number) : null,
+      p ? `${p[0].rps} vs ${p[1].rps} req/s (${round((p[0].rps as number) / (p[1].rps as number), 2)}x)` : '',
     );
     check(
-      `S2-c${c} p99 <= 3x S1-c${c} p99`,
-      p ? (p[0].p99_ms as number) <= 3 * (p[1].p99_ms as number) : null,
+      `S2-c${c} p99 <= 2x S1-c${c} p99`,
+      p ? (p[0].p99_ms as number) <= 2 * (p[1].p99_ms as number) : null,
       p ? `${p[0].p99_ms} vs ${p[1].p99_ms} ms (${round((p[0].p99_ms as number) / (p[1].p99_ms as number), 1)}x)` : '',
     );
   }

@@ -153,8 +153,8 @@ export async function startService(mongo: MongoClient, group: string, workerCoun
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_SECOND: '0',
+    ...settings.serviceEnv,
   };
-  if (settings.workerConcurrency) env.WORKER_CONCURRENCY = settings.workerConcurrency;
   const baseUrl = `http://127.0.0.1:${port}`;
   const api = new Child('api', 'api/main.js', env);
   const workers = Array.from({ length: workerCount }, (_, i) => new Child(`worker${i + 1}`, 'worker/main.js', env));

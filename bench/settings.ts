@@ -12,7 +12,9 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
 
 /** Every scenario, in the order of the table and the JSON results. */
-export const SCENARIO_IDS = ['S0', 'S1-c16', 'S1-c64', 'S2-c16', 'S2-c64', 'S3-c64', 'S4', 'S5-10k', 'S5-1m', 'S5-1m-deep'] as const;
+export const SCENARIO_IDS = [
+  'S0', 'S1-c16', 'S1-c64', 'S2-c16', 'S2-c64', 'S2-keyed', 'S3-w1', 'S3-w2', 'S3-w4', 'S4', 'S5-10k', 'S5-1m', 'S5-1m-deep',
+] as const;
 /** One of {@link SCENARIO_IDS}. */
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
@@ -23,7 +25,10 @@ export const BASELINES: Record<ScenarioId, ScenarioId | null> = {
   'S1-c64': null,
   'S2-c16': 'S1-c16',
   'S2-c64': 'S1-c64',
-  'S3-c64': 'S1-c64',
+  'S2-keyed': 'S2-c64',
+  'S3-w1': null,
+  'S3-w2': 'S3-w1',
+  'S3-w4': 'S3-w1',
   S4: 'S0',
   'S5-10k': null,
   'S5-1m': 'S5-10k',
@@ -64,8 +69,12 @@ function selectedScenarios(): Set<ScenarioId> {
 export const settings = {
   redisUrl: process.env.REDIS_URL ?? '',
   mongoUrl: process.env.MONGODB_URL ?? '',
-  /** Passed on to the worker processes when set; otherwise the service's default. */
-  workerConcurrency: process.env.WORKER_CONCURRENCY,
+  /** The service's knobs passed on to its processes when set (otherwise its defaults): the group commit ones, to measure what each buys. */
+  serviceEnv: Object.fromEntries(
+    ['WORKER_CONCURRENCY', 'CREATE_BATCH_MAX', 'CREATE_BATCH_WAIT_MS']
+      .map((name) => [name, process.env[name]] as const)
+      .filter((entry): entry is readonly [string, string] => Boolean(entry[1])),
+  ),
   durationS: envNumber('BENCH_DURATION_S', 10),
   warmupS: envNumber('BENCH_WARMUP_S', 2),
   s5With1m: envFlag('BENCH_S5_1M', true),

@@ -11,6 +11,10 @@ export interface Config {
   /** Admin API and dashboard token; when unset both answer 404. */
   adminToken: string | null;
   workerConcurrency: number;
+  /** Group commit of creates in a worker: flush at this many documents (≤ 1: no batching). */
+  createBatchMax: number;
+  /** …or this long after the first one arrived (0: no batching). */
+  createBatchWaitMs: number;
   /** How long the api waits for a create job before answering 503 `processing_timeout`. */
   createTimeoutMs: number;
   defaultCurrency: string;
@@ -81,7 +85,9 @@ const schema = Joi.object({
   MONGODB_URL: Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] }).required(),
   MONGODB_DB: Joi.string().pattern(/^[A-Za-z0-9_-]{1,63}$/).default('payments'),
   ADMIN_TOKEN: Joi.string().min(16).empty(''),
-  WORKER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(20),
+  WORKER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(64),
+  CREATE_BATCH_MAX: Joi.number().integer().min(0).max(1000).default(64),
+  CREATE_BATCH_WAIT_MS: Joi.number().integer().min(0).max(10_000).default(4),
   CREATE_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(10_000),
   DEFAULT_CURRENCY: Joi.string().pattern(/^[A-Za-z]{3}$/).default('usd'),
   OPERATORS: Joi.string().pattern(/^[a-z0-9_]+(,[a-z0-9_]+)*$/).default(DEFAULT_OPERATORS.join(',')),
@@ -138,6 +144,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     mongodbDb: value.MONGODB_DB,
     adminToken: value.ADMIN_TOKEN ?? null,
     workerConcurrency: value.WORKER_CONCURRENCY,
+    createBatchMax: value.CREATE_BATCH_MAX,
+    createBatchWaitMs: value.CREATE_BATCH_WAIT_MS,
     createTimeoutMs: value.CREATE_TIMEOUT_MS,
     defaultCurrency: (value.DEFAULT_CURRENCY as string).toLowerCase(),
     operators,

@@ -64,8 +64,20 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   ]);
 }
 
+/** One document's own write error from a batched insert, with its server code. */
+export class DocumentWriteError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'DocumentWriteError';
+  }
+}
+
+/** A duplicate key, from a single insert or from one document of a batch. */
 export function isDuplicateKey(err: unknown): boolean {
-  return err instanceof MongoServerError && err.code === 11000;
+  return (err instanceof MongoServerError || err instanceof DocumentWriteError) && err.code === 11000;
 }
 
 /** Inserts `doc`; an existing document with its `_id` (a retried job) counts as done. */

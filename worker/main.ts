@@ -10,6 +10,7 @@ import { createLogger, logQueueErrors, type Logger } from '../common/logger.js';
 import { connectMongo, type Mongo } from '../common/mongo.js';
 import { createRedis } from '../common/redis.js';
 import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
+import { InsertBatcher } from './group-commit.js';
 import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
@@ -61,7 +62,8 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   const webhooksQueue = openQueue(QUEUES.webhooks, { connection: redis.queues, prefix });
   const maintenanceQueue = openQueue(QUEUES.maintenance, { connection: redis.queues, prefix });
   logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue], logger);
-  const createDeps = { collections, redis: redis.commands, prefix, now };
+  const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs });
+  const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
   const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {
     connection: redis.workers,
@@ -148,7 +150,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     w.on('stalled', (jobId) => logger.warn({ queue: w.name, job_id: jobId }, 'job stalled: recovered for retry'));
   }
   const metrics = await startWorkerMetrics(config, logger, workers);
-  logger.info({ concurrency: config.workerConcurrency }, 'worker started');
+  logger.info({ concurrency: config.workerConcurrency, batch_max: config.createBatchMax, batch_wait_ms: config.createBatchWaitMs }, 'worker started');
 
   return {
     async close() {
@@ -172,7 +174,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'worker');
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-worker');
   const redis: WorkerRedis = {
-    commands: createRedis(config.redisUrl, 'failFast', 'worker'),
+    commands: createRedis(config.redisUrl, 'failFast', 'worker', { autoPipelining: true }),
     queues: createRedis(config.redisUrl, 'patient', 'worker-queues'),
     workers: createRedis(config.redisUrl, 'patient', 'worker-bullmq'),
   };

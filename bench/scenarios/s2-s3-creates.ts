@@ -1,7 +1,8 @@
 /**
- * S2 and S3: creates through the service (api, queue, worker), each with a fresh
- * `Idempotency-Key`. S2 runs twice in the same processes to see whether their
- * memory settles; S3 adds a second worker process.
+ * S2 and S3: creates through the service (api, queue, worker). S2 runs twice in the
+ * same processes to see whether their memory settles; S2-keyed repeats S2-c64 with a
+ * fresh `Idempotency-Key` per request (the price of idempotency); S3 runs S2-c64
+ * with 1, 2 and 4 worker processes (how throughput scales).
  */
 import type { MongoClient } from 'mongodb';
 import { median, sampleRss, timed, type Load, type Measurement } from '../measure.js';
@@ -10,20 +11,20 @@ import type { ExtraRow, GroupResult, RssReadings } from '../report.js';
 import { reportLogs, startService, type Child, type Service } from '../service.js';
 import { CREATE_BODY, wanted, type ScenarioId } from '../settings.js';
 
-function createLoad(service: Service, connections: number): Load {
+function createLoad(service: Service, connections: number, keyed = false): Load {
   return {
     url: `${service.baseUrl}/v1/payment_intents`,
     method: 'POST',
     connections,
     headers: { Authorization: `Bearer ${service.key}`, 'Content-Type': 'application/json' },
     body: CREATE_BODY,
-    uniqueKeys: true,
+    uniqueKeys: keyed,
   };
 }
 
 async function oneWorker(mongo: MongoClient): Promise<GroupResult> {
   const measured = new Map<ScenarioId, Measurement>();
-  if (!wanted('S2-c16', 'S2-c64')) return { measured };
+  if (!wanted('S2-c16', 'S2-c64', 'S2-keyed')) return { measured };
   const extraRows: ExtraRow[] = [];
   const rss: RssReadings = { api: null, worker: null, api_second_run: null, worker_second_run: null };
   progress('S2: starting 1 api and 1 worker process');
@@ -40,6 +41,7 @@ async function oneWorker(mongo: MongoClient): Promise<GroupResult> {
           if (run === 1) measured.set(id, m);
           else extraRows.push({ label: `${id} (run 2)`, m });
         }
+        if (run === 1 && wanted('S2-keyed')) measured.set('S2-keyed', await timed('S2-keyed', createLoad(service, 64, true)));
       } finally {
         sampler.stop();
       }
@@ -58,27 +60,31 @@ async function oneWorker(mongo: MongoClient): Promise<GroupResult> {
   return { measured, extraRows, rss };
 }
 
-async function twoWorkers(mongo: MongoClient): Promise<GroupResult> {
+async function scaling(mongo: MongoClient): Promise<GroupResult> {
   const measured = new Map<ScenarioId, Measurement>();
-  if (!wanted('S3-c64')) return { measured };
-  progress('S3: starting 1 api and 2 worker processes');
-  const service = await startService(mongo, 's3', 2);
-  try {
-    measured.set('S3-c64', await timed('S3-c64', createLoad(service, 64)));
-    for (const child of [service.api, ...service.workers]) child.assertRunning();
-  } finally {
-    reportLogs([service.api, ...service.workers]);
-    await service.stop();
+  for (const workers of [1, 2, 4] as const) {
+    const id = `S3-w${workers}` as const;
+    if (!wanted(id)) continue;
+    progress(`S3: starting 1 api and ${workers} worker process(es)`);
+    const service = await startService(mongo, `s3w${workers}`, workers);
+    try {
+      measured.set(id, await timed(id, createLoad(service, 64)));
+      for (const child of [service.api, ...service.workers]) child.assertRunning();
+    } finally {
+      reportLogs([service.api, ...service.workers]);
+      await service.stop();
+    }
   }
   return { measured };
 }
 
 /**
- * Runs S2-c16 and S2-c64 (twice, with the RSS of the api and the worker), then
- * S3-c64, each on its own service; those not asked for are left out.
+ * Runs S2-c16 and S2-c64 (twice, with the RSS of the api and the worker) and
+ * S2-keyed, then S3 with 1, 2 and 4 workers, each on its own service; those not
+ * asked for are left out.
  */
 export async function runCreateScenarios(mongo: MongoClient): Promise<GroupResult> {
   const s2 = await oneWorker(mongo);
-  const s3 = await twoWorkers(mongo);
+  const s3 = await scaling(mongo);
   return { ...s2, measured: new Map([...s2.measured, ...s3.measured]) };
 }

@@ -9,7 +9,7 @@ import type { Job } from 'bullmq';
 import { randomBase62 } from '../../common/ids.js';
 import { JOBS, type CreateJobResult, type CreatePaymentIntentData, type TypedQueue } from '../../common/jobs.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
-import { insertOnce } from '../../common/mongo.js';
+import { isDuplicateKey } from '../../common/mongo.js';
 import { createdEventId, createdEventJson, dispatchJobId, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import { scopeMayBeHooked } from '../webhooks/subscriptions.js';
@@ -57,12 +57,10 @@ async function dispatchCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDo
   const id = createdEventId(pi._id);
   // On a retried job the entry may be written again after a dispatch removed it:
   // the redispatch finds the delivery jobs by their ids and adds none twice.
-  await insertOnce(deps.collections.outbox, {
-    _id: id,
-    ...scope,
-    type: PAYMENT_INTENT_CREATED,
-    json: pi.created_event,
-    created_ms: deps.now(),
-  });
+  await deps.inserts
+    .insert(deps.collections.outbox, { _id: id, ...scope, type: PAYMENT_INTENT_CREATED, json: pi.created_event, created_ms: deps.now() })
+    .catch((err: unknown) => {
+      if (!isDuplicateKey(err)) throw err;
+    });
   await deps.eventsQueue.add(JOBS.dispatchEvent, { eventId: id }, { jobId: dispatchJobId(id) });
 }

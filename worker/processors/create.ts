@@ -23,11 +23,14 @@ import { resultsChannel, type CreateJobResult, type CreateResultMessage, type Id
 import type { IdempotencyFields } from '../../common/documents.js';
 import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
+import type { InsertBatcher } from '../group-commit.js';
 
 export interface CreateDeps {
   collections: Collections;
-  /** Command connection: cache writes and result publishing. */
+  /** Fail-fast, auto-pipelined connection: cache writes and result publishing of jobs finishing together share a round trip. */
   redis: Redis;
+  /** The first insert of every create goes through group commit. */
+  inserts: InsertBatcher;
   prefix: string;
   now: () => number;
 }
@@ -72,20 +75,17 @@ export async function runCreate<D extends Stored>(
   // Before the answer: once a client has it, the event's dispatch moment is past.
   await spec.after?.(found.doc);
   const body = spec.present(found.doc);
-  const answer = deps.redis.pipeline();
+  // Sent as separate commands: auto-pipelining puts those of every job of a batch
+  // into one round trip, and a failed command fails its job.
+  const answer: Array<Promise<unknown>> = [];
   if (idem) {
     const expiresAt = found.doc.idem_expires_at ?? idem.expiresAt;
     const ttl = expiresAt - deps.now();
-    if (ttl > 0) answer.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, 200, body, expiresAt), 'PX', ttl);
+    if (ttl > 0) answer.push(deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, 200, body, expiresAt), 'PX', ttl));
   }
-  answer.publish(resultsChannel(deps.prefix), JSON.stringify({ jobId, status: 200, body } satisfies CreateResultMessage));
-  failOnReplyError(await answer.exec());
+  answer.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify({ jobId, status: 200, body } satisfies CreateResultMessage)));
+  await Promise.all(answer);
   return { ok: true, id: found.doc._id, status: 200 };
-}
-
-/** A pipeline resolves even when a command in it failed: such a failure must fail the job. */
-function failOnReplyError(replies: Array<[Error | null, unknown]> | null): void {
-  for (const [err] of replies ?? []) if (err) throw err;
 }
 
 async function insertOnce<D extends Stored>(
@@ -98,7 +98,9 @@ async function insertOnce<D extends Stored>(
   if (idem) Object.assign(fresh, { idem: idem.scopeHash, idem_fp: idem.fingerprint, idem_expires_at: idem.expiresAt });
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      await spec.collection.insertOne(fresh as Parameters<Collection<D>['insertOne']>[0]);
+      // The first try joins a group commit; a retry after freeing an expired key goes alone.
+      if (attempt === 0) await deps.inserts.insert(spec.collection, fresh);
+      else await spec.collection.insertOne(fresh as Parameters<Collection<D>['insertOne']>[0]);
       return { doc: fresh };
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;

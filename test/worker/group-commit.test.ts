@@ -1,0 +1,67 @@
+/**
+ * The insert batcher against a real FerretDB: per-document outcomes inside one
+ * insertMany, and a fault that fails the whole batch.
+ */
+import test from 'ava';
+import { MongoClient } from 'mongodb';
+import { isDuplicateKey } from '../../common/mongo.js';
+import { InsertBatcher } from '../../worker/group-commit.js';
+import { stackUrls, uniqueName } from '../helpers/service.js';
+
+interface Doc {
+  _id: string;
+  n: number;
+}
+
+let client: MongoClient;
+const dbName = uniqueName('gc');
+
+test.before(async () => {
+  client = new MongoClient(stackUrls().mongoUrl);
+  await client.connect();
+});
+
+test.after.always(async () => {
+  await client.db(dbName).dropDatabase().catch(() => undefined);
+  await client.close();
+});
+
+test('documents of one window go in one insertMany; a duplicate fails only its own caller', async (t) => {
+  const collection = client.db(dbName).collection<Doc>(uniqueName('c'));
+  await collection.insertOne({ _id: 'taken', n: 0 });
+  const batcher = new InsertBatcher({ maxDocs: 10, waitMs: 50 });
+  const ids = ['a', 'b', 'taken', 'c'];
+  const outcomes = await Promise.allSettled(ids.map((id, n) => batcher.insert(collection, { _id: id, n })));
+  t.is(batcher.stats.flushes, 1, 'one round trip for the window');
+  t.is(batcher.stats.documents, 4);
+  t.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+  const refused = outcomes[2] as PromiseRejectedResult;
+  t.true(isDuplicateKey(refused.reason), 'the duplicate is recognised as one, so the job takes the slow path');
+  t.deepEqual((await collection.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), ['a', 'b', 'c', 'taken']);
+});
+
+test('a full batch is flushed at once, without waiting for the timer', async (t) => {
+  const collection = client.db(dbName).collection<Doc>(uniqueName('c'));
+  const batcher = new InsertBatcher({ maxDocs: 3, waitMs: 60_000 });
+  await Promise.all([1, 2, 3].map((n) => batcher.insert(collection, { _id: `d${n}`, n })));
+  t.is(await collection.countDocuments({}), 3);
+});
+
+test('an infrastructure fault fails every caller of the batch', async (t) => {
+  const closed = new MongoClient(stackUrls().mongoUrl, { serverSelectionTimeoutMS: 500 });
+  await closed.connect();
+  const collection = closed.db(dbName).collection<Doc>(uniqueName('c'));
+  await closed.close();
+  const batcher = new InsertBatcher({ maxDocs: 10, waitMs: 10 });
+  const outcomes = await Promise.allSettled([1, 2, 3].map((n) => batcher.insert(collection, { _id: `x${n}`, n })));
+  t.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected', 'rejected']);
+  for (const o of outcomes) t.false(isDuplicateKey((o as PromiseRejectedResult).reason));
+});
+
+test('batching off (waitMs 0): each insert goes alone', async (t) => {
+  const collection = client.db(dbName).collection<Doc>(uniqueName('c'));
+  const batcher = new InsertBatcher({ maxDocs: 64, waitMs: 0 });
+  await Promise.all([1, 2].map((n) => batcher.insert(collection, { _id: `s${n}`, n })));
+  t.is(batcher.stats.flushes, 0);
+  t.is(await collection.countDocuments({}), 2);
+});

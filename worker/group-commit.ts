@@ -1,0 +1,111 @@
+/**
+ * Group commit for inserts. What it promises:
+ *
+ * - Each caller gets its own document's outcome. Documents meeting in the same
+ *   window go to MongoDB as one `insertMany({ordered: false})` per collection, so
+ *   the database pays one commit for many objects; a document refused for a
+ *   duplicate key rejects only its own caller, with an error `isDuplicateKey`
+ *   recognises, and the others are stored.
+ * - An infrastructure fault (a lost connection, a lock error, anything but a
+ *   per-document write error) rejects every caller of the batch, so each job is
+ *   retried by BullMQ. Some of the batch may have been stored: a retried job finds
+ *   its document through the duplicate key, as after any crash.
+ * - A batch is flushed when it holds `maxDocs` documents, or `waitMs` after its
+ *   first one arrived, whichever comes first. With `maxDocs` ≤ 1 or `waitMs` 0
+ *   every insert goes alone (no batching).
+ */
+import { MongoBulkWriteError, type Collection } from 'mongodb';
+import { DocumentWriteError } from '../common/mongo.js';
+
+export interface GroupCommitOptions {
+  maxDocs: number;
+  waitMs: number;
+}
+
+interface Pending {
+  doc: unknown;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+interface Batch {
+  collection: Collection;
+  pending: Pending[];
+  timer: NodeJS.Timeout | null;
+}
+
+export class InsertBatcher {
+  private readonly batches = new Map<string, Batch>();
+  /** Batches flushed and documents they held, for metrics and the benchmark. */
+  readonly stats = { flushes: 0, documents: 0 };
+
+  constructor(private readonly options: GroupCommitOptions) {}
+
+  get enabled(): boolean {
+    return this.options.maxDocs > 1 && this.options.waitMs > 0;
+  }
+
+  /** Resolves once `doc` is stored; rejects with its duplicate-key error, or the batch's fault. */
+  async insert<T extends object>(collection: Collection<T>, doc: T): Promise<void> {
+    if (!this.enabled) {
+      await collection.insertOne(doc as Parameters<Collection<T>['insertOne']>[0]);
+      return;
+    }
+    const key = `${collection.dbName}.${collection.collectionName}`;
+    let batch = this.batches.get(key);
+    if (!batch) {
+      batch = { collection: collection as unknown as Collection, pending: [], timer: null };
+      this.batches.set(key, batch);
+    }
+    const stored = new Promise<void>((resolve, reject) => batch.pending.push({ doc, resolve, reject }));
+    if (batch.pending.length >= this.options.maxDocs) {
+      this.flush(key);
+    } else if (batch.timer === null) {
+      batch.timer = setTimeout(() => this.flush(key), this.options.waitMs);
+    }
+    return stored;
+  }
+
+  /** Sends whatever is waiting now (used at shutdown). */
+  flushAll(): void {
+    for (const key of [...this.batches.keys()]) this.flush(key);
+  }
+
+  private flush(key: string): void {
+    const batch = this.batches.get(key);
+    if (!batch || batch.pending.length === 0) return;
+    this.batches.delete(key);
+    if (batch.timer) clearTimeout(batch.timer);
+    const { pending, collection } = batch;
+    this.stats.flushes++;
+    this.stats.documents += pending.length;
+    collection.insertMany(pending.map((p) => p.doc) as Parameters<Collection['insertMany']>[0], { ordered: false }).then(
+      () => {
+        for (const p of pending) p.resolve();
+      },
+      (err: unknown) => settleFailedBatch(pending, err),
+    );
+  }
+}
+
+/** Per-document write errors fail their own documents only; anything else fails them all. */
+function settleFailedBatch(pending: Pending[], err: unknown): void {
+  if (!(err instanceof MongoBulkWriteError)) {
+    for (const p of pending) p.reject(err);
+    return;
+  }
+  const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+  const failed = new Map<number, DocumentWriteError>();
+  for (const w of writeErrors) failed.set(w.index, new DocumentWriteError(w.code, w.errmsg ?? `write error ${w.code}`));
+  // A batch-wide problem (a write concern error, or errors not tied to documents)
+  // leaves each document's fate unknown: retry them all.
+  if (failed.size === 0 || err.err) {
+    for (const p of pending) p.reject(err);
+    return;
+  }
+  pending.forEach((p, index) => {
+    const own = failed.get(index);
+    if (own) p.reject(own);
+    else p.resolve();
+  });
+}
