@@ -11,6 +11,7 @@ import { decodeEntry, idempotentJobId, redisKey, requestFingerprint, scopeHash }
 import { IdGenerator } from '../../../common/ids.js';
 import { openQueue, QUEUES, resultsChannel, type CreateJobResult, type CreatePaymentIntentData, type CreateResultMessage, type Scope, type TypedQueue } from '../../../common/jobs.js';
 import { createRedis } from '../../../common/redis.js';
+import { InsertBatcher } from '../../../worker/group-commit.js';
 import { createPaymentIntent } from '../../../worker/processors/create-payment-intent.js';
 import { FakeClock, openStack, type Stack } from '../../helpers/in-process.js';
 import { uniqueName, until } from '../../helpers/service.js';
@@ -44,7 +45,9 @@ function world() {
   const scope: Scope = { project: uniqueName('create'), livemode: false };
   const clock = new FakeClock();
   const ids = new IdGenerator(clock.now);
-  const deps = { collections: stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue };
+  // The first insert of each job goes through group commit, as in the worker.
+  const inserts = new InsertBatcher({ maxDocs: 16, waitMs: 2 });
+  const deps = { collections: stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue, inserts };
   return {
     scope,
     clock,
