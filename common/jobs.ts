@@ -107,6 +107,12 @@ export interface CreateJobResult {
 /** Published on the results channel when a create job finishes: the exact response. */
 export interface CreateResultMessage {
   jobId: string;
+  /**
+   * The fingerprint of the request the job was made for (null without a key). A
+   * keyed job's id is shared by every request with that key, so a waiter whose own
+   * request differs must answer `idempotency_key_reused`, not take this result.
+   */
+  fingerprint: string | null;
   status: number;
   /** The response body, byte for byte what the first request and every replay get. */
   body: string;

@@ -83,7 +83,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
         case JOBS.createPaymentIntent:
           return createPaymentIntent({ ...createDeps, eventsQueue }, job);
         case JOBS.createWebhookEndpoint:
-          return createWebhookEndpoint(createDeps, job);
+          return createWebhookEndpoint({ ...createDeps, endpointLimit: config.webhooks.endpointLimit }, job);
         default:
           return unknownJob(job);
       }
