@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   queueDepthMetric(registry, queueList);
   const deps: AppDeps = {
     config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,
-    extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList)],
+    extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList, config.publicBaseUrl)],
     onRequest: (info) => http.observe(info),
   };
   const app = createApp(deps);

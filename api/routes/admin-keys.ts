@@ -22,9 +22,14 @@ function parseCreateKey(body: Record<string, unknown>): { project: string; livem
   return { project, livemode };
 }
 
-/** Issuing and revoking API keys (DESIGN.md section 3). `Idempotency-Key` is ignored here. */
+/**
+ * Issuing and revoking API keys (DESIGN.md section 3). `Idempotency-Key` is ignored
+ * here. Without `ADMIN_TOKEN` there are no routes at all, so every method on every
+ * admin path is 404, never 405.
+ */
 export function adminKeysRouter(deps: AppDeps): Router<State> {
   const router = new Router<State>();
+  if (!deps.config.adminToken) return router;
   const url = '/admin/v1/api_keys';
   const c = deps.mongo.collections;
   const auth = adminAuth(deps.config.adminToken);
