@@ -81,7 +81,7 @@ test('a repeated unknown key costs one MongoDB query until the negative entry ex
 });
 
 test('a revoked key is remembered as unknown, and an eviction of a known key forces a new read', async (t) => {
-  let clock = 1_000_000;
+  const clock = 1_000_000;
   const now = () => clock;
   const deps = { collections: real, ids: new IdGenerator(Date.now), now };
   const { doc, secret } = await issueKey(deps, uniqueName('evict'), false);
