@@ -52,10 +52,17 @@ async function main(): Promise<void> {
       const id = arg ?? fail('the key id is required');
       const redis = process.env.REDIS_URL ? createRedis(config.redisUrl, 'failFast', 'cli') : null;
       if (redis) await waitReady(redis, 3000).catch(() => undefined);
-      const doc = await revokeKey(keyStore, redis?.status === 'ready' ? redis : null, config.queuePrefix, id);
+      const revoked = await revokeKey(keyStore, redis?.status === 'ready' ? redis : null, config.queuePrefix, id);
       redis?.disconnect();
-      if (!doc) fail(`no such key: ${id}`);
-      print(presentApiKey(doc), `${doc._id} revoked`);
+      if (!revoked) fail(`no such key: ${id}`);
+      if (!revoked.pushed) {
+        const why = redis ? `Redis at REDIS_URL did not answer` : 'REDIS_URL is not set';
+        process.stderr.write(
+          `warning: ${id} is revoked, but the revocation was not pushed to running api processes (${why}). ` +
+            `They keep accepting the key until their cached lookup expires (API_KEY_CACHE_MS, 30 s by default) or they reconnect to Redis.\n`,
+        );
+      }
+      print(presentApiKey(revoked.doc), `${revoked.doc._id} revoked`);
     } else {
       fail(`unknown command: keys ${command}`);
     }

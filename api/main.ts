@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const queueList = Object.values(queues);
   logQueueErrors(queueList, logger);
   const now = Date.now;
-  const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs, now);
+  const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs, now, config.apiKeyNegativeCacheMs);
   const results = new ResultWaiter(subscriber, config.queuePrefix);
   const revocations = revocationsChannel(config.queuePrefix);
   subscriber.on('message', (channel: string, hash: string) => {
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   queueDepthMetric(registry, queueList);
   const deps: AppDeps = {
     config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,
-    extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList)],
+    extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList, config.publicBaseUrl)],
     onRequest: (info) => http.observe(info),
   };
   const app = createApp(deps);
@@ -63,13 +63,21 @@ async function main(): Promise<void> {
   // is about to drop and the drain ends with the last in-flight request.
   const answering = new Set<ServerResponse>();
   const handle = app.callback();
-  const server = createServer((req, res) => {
+  // Slow clients: the headers within headersTimeout, the whole request within
+  // requestTimeout (checked every second), and at most maxConnections at once.
+  const serverOptions = {
+    headersTimeout: config.http.headersTimeoutMs,
+    requestTimeout: config.http.requestTimeoutMs,
+    connectionsCheckingInterval: 1000,
+  };
+  const server = createServer(serverOptions, (req, res) => {
     if (shuttingDown) res.shouldKeepAlive = false;
     answering.add(res);
     res.once('close', () => answering.delete(res));
     void handle(req, res);
   });
   server.keepAliveTimeout = 65_000;
+  server.maxConnections = config.http.maxConnections;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

@@ -11,7 +11,20 @@ export function sendJson(ctx: Ctx, body: string, status = 200): void {
   ctx.body = body;
 }
 
-/** The origin of `doc_url` links and webhook job data: `PUBLIC_BASE_URL`, else the request's. */
+/**
+ * The origin of `doc_url` links and of the error bodies workers write:
+ * `PUBLIC_BASE_URL`, else the request's own, taken from its Host header (which the
+ * client chooses: set `PUBLIC_BASE_URL` in production).
+ */
 export function baseUrlOf(config: Pick<Config, 'publicBaseUrl'>, ctx: { protocol: string; host: string }): string {
   return config.publicBaseUrl ?? `${ctx.protocol}://${ctx.host}`;
+}
+
+/** The service's own origin (scheme, host and port), as browsers write it in `Origin`. */
+export function ownOrigin(config: Pick<Config, 'publicBaseUrl'>, ctx: { protocol: string; host: string }): string | null {
+  try {
+    return new URL(baseUrlOf(config, ctx)).origin;
+  } catch {
+    return null; // a Host header that is no host: no origin is ours
+  }
 }

@@ -51,56 +51,112 @@ export async function listKeys(c: Collections, project: string): Promise<ApiKeyD
   return c.apiKeys.find({ project }).sort({ _id: -1 }).toArray();
 }
 
+/** A revoked key, and whether the revocation reached the other api processes. */
+export interface Revocation {
+  doc: ApiKeyDoc;
+  /**
+   * False when there was no Redis to publish on, or publishing failed: the other api
+   * processes then drop the key when their cache entry expires (`API_KEY_CACHE_MS`)
+   * or when their subscription comes back, whichever is first.
+   */
+  pushed: boolean;
+}
+
 /**
- * Revokes a key and pushes the revocation to every api process, which drop it from
- * their caches at once. Returns null when there is no such key.
+ * Revokes a key, evicts it from the caller's own cache (`evictLocally`) and then
+ * pushes the revocation to every api process, which drop it from their caches at
+ * once. The local eviction comes first so that a failed push cannot leave the
+ * caller itself accepting the key. Returns null when there is no such key.
  */
-export async function revokeKey(deps: KeyStoreDeps, redis: Redis | null, prefix: string, id: string): Promise<ApiKeyDoc | null> {
+export async function revokeKey(
+  deps: KeyStoreDeps,
+  redis: Redis | null,
+  prefix: string,
+  id: string,
+  evictLocally?: (hash: string) => void,
+): Promise<Revocation | null> {
   const c = deps.collections;
   const now = Math.floor(deps.now() / 1000);
   await c.apiKeys.updateOne({ _id: id, revoked_at: null }, { $set: { revoked_at: now } });
   const doc = await c.apiKeys.findOne({ _id: id });
-  if (doc && redis) await redis.publish(revocationsChannel(prefix), doc.hash);
-  return doc;
+  if (!doc) return null;
+  evictLocally?.(doc.hash);
+  if (!redis) return { doc, pushed: false };
+  const pushed = await redis.publish(revocationsChannel(prefix), doc.hash).then(
+    () => true,
+    () => false,
+  );
+  return { doc, pushed };
 }
+
+/** Bound of each of the cache's two maps; past it the oldest entries go. */
+const MAX_ENTRIES = 10_000;
 
 /**
  * An api process's view of the keys: lookups are cached for a short while, and a
- * revocation published by any process evicts the key everywhere at once.
+ * revocation published by any process evicts the key everywhere at once. Unknown
+ * keys are remembered too, briefly (`negativeTtlMs`), so that a client repeating a
+ * garbage key costs no MongoDB query each time.
+ *
+ * A revocation may arrive while a lookup of the same key is reading MongoDB; that
+ * read may predate the revocation. So every eviction bumps a generation, and a
+ * lookup caches what it read only if no eviction happened meanwhile.
  */
 export class ApiKeyCache {
-  private readonly entries = new Map<string, { doc: ApiKeyDoc; until: number }>();
+  private readonly known = new Map<string, { doc: ApiKeyDoc; until: number }>();
+  private readonly unknown = new Map<string, number>();
+  private generation = 0;
 
   constructor(
     private readonly c: Collections,
     private readonly ttlMs: number,
     private readonly now: () => number,
+    private readonly negativeTtlMs = 0,
   ) {}
 
   /** The active key for this secret, or null when unknown or revoked. */
   async lookup(secret: string): Promise<ApiKeyDoc | null> {
     if (!looksLikeKey(secret)) return null;
     const hash = hashKey(secret);
-    const cached = this.entries.get(hash);
-    if (cached && cached.until > this.now()) return cached.doc;
-    const doc = await this.c.apiKeys.findOne({ hash });
-    if (!doc || doc.revoked_at !== null) {
-      this.entries.delete(hash);
-      return null;
-    }
-    if (this.ttlMs > 0) {
-      if (this.entries.size > 10_000) this.entries.clear();
-      this.entries.set(hash, { doc, until: this.now() + this.ttlMs });
-    }
+    const now = this.now();
+    const cached = this.known.get(hash);
+    if (cached && cached.until > now) return cached.doc;
+    const unknownUntil = this.unknown.get(hash);
+    if (unknownUntil !== undefined && unknownUntil > now) return null;
+    const generation = this.generation;
+    const found = await this.c.apiKeys.findOne({ hash });
+    const doc = found && found.revoked_at === null ? found : null;
+    if (generation === this.generation) this.remember(hash, doc);
     return doc;
   }
 
   evict(hash: string): void {
-    this.entries.delete(hash);
+    this.generation++;
+    this.known.delete(hash);
   }
 
   /** After a lost subscription nothing can be trusted: revocations may have been missed. */
   clear(): void {
-    this.entries.clear();
+    this.generation++;
+    this.known.clear();
+    this.unknown.clear();
   }
+
+  private remember(hash: string, doc: ApiKeyDoc | null): void {
+    const now = this.now();
+    if (doc) {
+      this.unknown.delete(hash);
+      if (this.ttlMs > 0) keepBounded(this.known, hash, { doc, until: now + this.ttlMs });
+      return;
+    }
+    this.known.delete(hash);
+    if (this.negativeTtlMs > 0) keepBounded(this.unknown, hash, now + this.negativeTtlMs);
+  }
+}
+
+/** Sets `key`, dropping the oldest entry first when the map is full. */
+function keepBounded<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value as string);
+  map.set(key, value);
 }

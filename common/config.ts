@@ -43,6 +43,21 @@ export interface Config {
   webhooks: WebhookConfig;
   /** How long an api process trusts a cached API key lookup; revocations are also pushed. */
   apiKeyCacheMs: number;
+  /** How long an api process remembers that a key is unknown, so repeated garbage keys cost no query. */
+  apiKeyNegativeCacheMs: number;
+  /** Bound, in bytes, of each api process's memory of idempotent replays. */
+  replayCacheBytes: number;
+  http: HttpServerConfig;
+}
+
+/** The api's HTTP server: how long a slow client may take, and how many connections it may hold. */
+export interface HttpServerConfig {
+  /** Time to receive the request line and headers. */
+  headersTimeoutMs: number;
+  /** Time to receive the whole request (headers and body); not the time to answer it. */
+  requestTimeoutMs: number;
+  /** Open connections per api process; more are closed at once. */
+  maxConnections: number;
 }
 
 /** Webhook delivery policy, as data (the worker's backoff strategy reads it). */
@@ -63,6 +78,15 @@ export interface WebhookConfig {
   sweepIntervalMs: number;
   /** An event older than this and still undispatched is picked up by the sweeper. */
   sweepAgeMs: number;
+  /**
+   * Test-mode endpoints may reach loopback and private addresses (local development,
+   * the test suite). Off by default; live mode never may.
+   */
+  allowPrivateTargets: boolean;
+  /** Deliveries in flight to one endpoint, across every worker. */
+  endpointConcurrency: number;
+  /** Webhook endpoints per (project, livemode). */
+  endpointLimit: number;
 }
 
 const SECOND = 1000;
@@ -110,6 +134,14 @@ const schema = Joi.object({
   WEBHOOK_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(30 * SECOND),
   WEBHOOK_SWEEP_AGE_MS: Joi.number().integer().min(0).default(30 * SECOND),
   API_KEY_CACHE_MS: Joi.number().integer().min(0).default(30 * SECOND),
+  API_KEY_NEGATIVE_CACHE_MS: Joi.number().integer().min(0).max(HOUR).default(5 * SECOND),
+  IDEMPOTENCY_REPLAY_CACHE_BYTES: Joi.number().integer().min(0).default(32 * 1024 * 1024),
+  HTTP_HEADERS_TIMEOUT_MS: Joi.number().integer().min(100).max(HOUR).default(10 * SECOND),
+  HTTP_REQUEST_TIMEOUT_MS: Joi.number().integer().min(100).max(HOUR).default(30 * SECOND),
+  HTTP_MAX_CONNECTIONS: Joi.number().integer().min(1).default(4096),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Joi.boolean().default(false),
+  WEBHOOK_ENDPOINT_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(5),
+  WEBHOOK_ENDPOINT_LIMIT: Joi.number().integer().min(1).max(10_000).default(16),
 }).unknown(true);
 
 export class ConfigError extends Error {
@@ -135,6 +167,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
   if (value.WEBHOOK_RETRY_AFTER_MIN_MS > value.WEBHOOK_RETRY_AFTER_MAX_MS) {
     problems.push('"WEBHOOK_RETRY_AFTER_MIN_MS" must not exceed "WEBHOOK_RETRY_AFTER_MAX_MS"');
   }
+  if (value.HTTP_HEADERS_TIMEOUT_MS > value.HTTP_REQUEST_TIMEOUT_MS) {
+    problems.push('"HTTP_HEADERS_TIMEOUT_MS" must not exceed "HTTP_REQUEST_TIMEOUT_MS"');
+  }
   if (problems.length) throw new ConfigError(problems);
   return {
     port: value.PORT,
@@ -159,6 +194,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     metricsPort: value.METRICS_PORT,
     publicBaseUrl: value.PUBLIC_BASE_URL ? String(value.PUBLIC_BASE_URL).replace(/\/+$/, '') : null,
     apiKeyCacheMs: value.API_KEY_CACHE_MS,
+    apiKeyNegativeCacheMs: value.API_KEY_NEGATIVE_CACHE_MS,
+    replayCacheBytes: value.IDEMPOTENCY_REPLAY_CACHE_BYTES,
+    http: {
+      headersTimeoutMs: value.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: value.HTTP_REQUEST_TIMEOUT_MS,
+      maxConnections: value.HTTP_MAX_CONNECTIONS,
+    },
     webhooks: {
       concurrency: value.WEBHOOK_CONCURRENCY,
       retrySchedule: (value.WEBHOOK_RETRY_SCHEDULE_MS as string).split(',').map(Number),
@@ -169,6 +211,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       disableAfterMs: value.WEBHOOK_DISABLE_AFTER_MS,
       sweepIntervalMs: value.WEBHOOK_SWEEP_INTERVAL_MS,
       sweepAgeMs: value.WEBHOOK_SWEEP_AGE_MS,
+      allowPrivateTargets: value.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      endpointConcurrency: value.WEBHOOK_ENDPOINT_CONCURRENCY,
+      endpointLimit: value.WEBHOOK_ENDPOINT_LIMIT,
     },
   };
 }

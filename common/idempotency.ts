@@ -48,21 +48,28 @@ export function redisKey(prefix: string, hash: string): string {
   return `${prefix}:idem:${hash}`;
 }
 
-/** What Redis holds under `redisKey`: an in-flight lock, or a cached completed result. */
+/**
+ * What Redis holds under `redisKey`: an in-flight lock, or a completed result. A
+ * result is kept as the fingerprint and the id of the object it created, never as
+ * the response body: the body holds the object's secret, and Redis caches no
+ * secret. The api renders the answer again from the stored object.
+ */
 export type CachedEntry =
   | { s: 'lock'; t: string }
-  /** `exp`: epoch ms when the key expires. */
-  | { s: 'done'; fp: string; status: number; body: string; exp: number };
+  /** `id`: the object the key created; `exp`: epoch ms when the key expires. */
+  | { s: 'done'; fp: string; id: string; status: number; exp: number };
 
-export function encodeDone(fingerprint: string, status: number, body: string, expiresAt: number): string {
-  return JSON.stringify({ s: 'done', fp: fingerprint, status, body, exp: expiresAt } satisfies CachedEntry);
+export function encodeDone(fingerprint: string, objectId: string, status: number, expiresAt: number): string {
+  return JSON.stringify({ s: 'done', fp: fingerprint, id: objectId, status, exp: expiresAt } satisfies CachedEntry);
 }
 
+/** The entry, or null for none, garbage, or a result cached by an older version (which held the body). */
 export function decodeEntry(raw: string | null): CachedEntry | null {
   if (raw === null) return null;
   try {
     const parsed = JSON.parse(raw) as CachedEntry;
-    return parsed && (parsed.s === 'lock' || parsed.s === 'done') ? parsed : null;
+    if (parsed?.s === 'lock') return parsed;
+    return parsed?.s === 'done' && typeof parsed.id === 'string' ? parsed : null;
   } catch {
     return null;
   }

@@ -107,6 +107,12 @@ export interface CreateJobResult {
 /** Published on the results channel when a create job finishes: the exact response. */
 export interface CreateResultMessage {
   jobId: string;
+  /**
+   * The fingerprint of the request the job was made for (null without a key). A
+   * keyed job's id is shared by every request with that key, so a waiter whose own
+   * request differs must answer `idempotency_key_reused`, not take this result.
+   */
+  fingerprint: string | null;
   status: number;
   /** The response body, byte for byte what the first request and every replay get. */
   body: string;
@@ -116,14 +122,15 @@ export interface DispatchEventData {
   eventId: string;
 }
 
+/**
+ * Ids only: the delivery loads the event from MongoDB and sends it only to an
+ * endpoint of the event's own scope, so a job added by hand (the dashboard, Redis)
+ * cannot make a receiver get bytes the service did not record. The attempt number
+ * is BullMQ's (`attemptsMade`).
+ */
 export interface DeliverWebhookData {
   eventId: string;
   endpointId: string;
-  /**
-   * The event JSON, byte for byte what is sent. Carried rather than read back: on
-   * FerretDB a read of the events collection scans all of it. It holds no secret.
-   */
-  json: string;
 }
 
 /** Every job of every queue: its data and what its processor returns. */
@@ -186,10 +193,11 @@ export function openQueues(options: QueueOptions): Queues {
  */
 export function startTypedWorker<Q extends QueueName>(
   name: Q,
-  processor: (job: AnyJob<Q>) => Promise<unknown>,
+  /** `token` is the worker's lock on the job (for `moveToDelayed`). */
+  processor: (job: AnyJob<Q>, token?: string) => Promise<unknown>,
   options: WorkerOptions,
 ): Worker {
-  return new Worker(name, (job: Job) => processor(job as AnyJob<Q>), options);
+  return new Worker(name, (job: Job, token?: string) => processor(job as AnyJob<Q>, token), options);
 }
 
 /** An unknown job name is permanent: the job fails at once, never retried. */

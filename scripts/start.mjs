@@ -139,8 +139,15 @@ if (!redisUrl || !mongoUrl) {
 }
 
 const port = process.env.PORT || '3000';
+// Local development: test-mode webhook endpoints may point at receivers on this
+// machine or its network. Live mode never may; production leaves it unset.
+const allowPrivateTargets = process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? 'true';
+say(
+  `WEBHOOK_ALLOW_PRIVATE_TARGETS=${allowPrivateTargets}: ${allowPrivateTargets === 'true' ? 'test-mode webhooks may reach loopback and private addresses (set it to false to refuse them)' : 'webhooks reach public addresses only'}`,
+);
 const env = {
   ...process.env,
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: allowPrivateTargets,
   REDIS_URL: redisUrl,
   MONGODB_URL: mongoUrl,
   ADMIN_TOKEN: adminToken(),
@@ -234,6 +241,7 @@ if (!shuttingDown) {
     `  Test API key     ${testKey ?? '(none: see above)'}`,
     `  Admin token      ${env.ADMIN_TOKEN}`,
     `  Queue dashboard  ${baseUrl}/admin/queues`,
+    `  Webhooks         ${allowPrivateTargets === 'true' ? 'test mode may reach local and private addresses (WEBHOOK_ALLOW_PRIVATE_TARGETS=true)' : 'public addresses only'}`,
     `  Redis            ${redisUrl}${stack?.redisUrl ? ' (local, .data/redis)' : ''}`,
     `  MongoDB          ${mongoUrl}${stack?.mongoUrl ? ' (local FerretDB, .data/ferretdb)' : ''}`,
     '',

@@ -6,6 +6,13 @@ import path from 'node:path';
 
 import { ROOT, runOnThrowawayStack } from './stack.mjs';
 
+// The suite's webhook receivers listen on 127.0.0.1: let test-mode endpoints reach
+// them (the services the tests start set it too). Never set in production.
+process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS ??= 'true';
+process.stderr.write(
+  `npm test: WEBHOOK_ALLOW_PRIVATE_TARGETS=${process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS} (test-mode webhooks may reach loopback and private addresses)\n`,
+);
+
 await runOnThrowawayStack({
   name: 'npm test',
   tempPrefix: 'payments-test-stack-',

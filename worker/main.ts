@@ -18,6 +18,7 @@ import { dispatchEvent } from './processors/dispatch-event.js';
 import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { deliverWebhook } from './webhooks/deliver.js';
+import { endpointSlots } from './webhooks/endpoint-slots.js';
 import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
 
 /** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s. */
@@ -84,7 +85,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
         case JOBS.createPaymentIntent:
           return createPaymentIntent({ ...createDeps, eventsQueue }, job);
         case JOBS.createWebhookEndpoint:
-          return createWebhookEndpoint(createDeps, job);
+          return createWebhookEndpoint({ ...createDeps, endpointLimit: config.webhooks.endpointLimit }, job);
         default:
           return unknownJob(job);
       }
@@ -130,12 +131,14 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     { ...common, concurrency: config.workerConcurrency },
   );
 
+  // A slot is held for at most one attempt's deadline plus the time to record it.
+  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, holdMs: config.webhooks.timeoutMs + 30_000 });
   const webhooks = startTypedWorker(
     QUEUES.webhooks,
-    async (job) => {
+    async (job, token) => {
       switch (job.name) {
         case JOBS.deliverWebhook:
-          return deliverWebhook({ collections, config: config.webhooks, logger, now, ids }, job);
+          return deliverWebhook({ collections, config: config.webhooks, logger, now, ids, slots }, job, token);
         default:
           return unknownJob(job);
       }

@@ -84,6 +84,10 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
 
     const result = await waiting.result(deps.config.createTimeoutMs);
     if (result) {
+      // A success has replaced the lock with its record; a refusal frees the key for a retry.
+      if (keyed && token && result.status !== 200) await idempotency.release(keyed, token);
+      // The key's job may be another request's (this one retried after a timeout with another body).
+      if (keyed && !idempotency.answers(keyed, result.fingerprint)) throw errors.idempotencyKeyReused();
       sendJson(ctx, result.body, result.status);
       return;
     }

@@ -7,26 +7,40 @@ export interface Replay {
 interface KeptReplay extends Replay {
   canonical: string;
   expiresAt: number;
+  bytes: number;
+}
+
+/** What an entry costs: its strings at two bytes a character (V8's worst case), plus bookkeeping. */
+function sizeOf(memoryKey: string, canonical: string, body: string): number {
+  return 2 * (memoryKey.length + canonical.length + body.length) + 64;
 }
 
 /**
  * Completed results an api process has read, kept in memory: a result never
  * changes until its key expires, so it can be replayed without asking Redis. The
- * oldest go first past the bound.
+ * bound is in bytes, not entries, since a body may be anything up to the largest
+ * response: the oldest go first past it, and a result larger than the bound is
+ * not kept at all.
  */
 export class ReplayCache {
   private readonly replays = new Map<string, KeptReplay>();
+  private total = 0;
 
   constructor(
     private readonly now: () => number,
-    private readonly maxEntries = 10_000,
+    /** `IDEMPOTENCY_REPLAY_CACHE_BYTES`; 0 keeps nothing. */
+    private readonly maxBytes: number,
   ) {}
 
   /** Keeps a result a request has just been matched to (same fingerprint). */
   keep(memoryKey: string, canonical: string, replay: Replay, expiresAt: number): void {
     if (expiresAt <= this.now()) return;
-    if (this.replays.size >= this.maxEntries) this.replays.delete(this.replays.keys().next().value as string);
-    this.replays.set(memoryKey, { status: replay.status, body: replay.body, canonical, expiresAt });
+    const bytes = sizeOf(memoryKey, canonical, replay.body);
+    if (bytes > this.maxBytes) return;
+    this.drop(memoryKey);
+    while (this.total + bytes > this.maxBytes) this.drop(this.replays.keys().next().value as string);
+    this.replays.set(memoryKey, { status: replay.status, body: replay.body, canonical, expiresAt, bytes });
+    this.total += bytes;
   }
 
   /** The live result kept for this key, with the canonical request it answered. */
@@ -34,11 +48,23 @@ export class ReplayCache {
     const kept = this.replays.get(memoryKey);
     if (!kept) return undefined;
     if (kept.expiresAt > this.now()) return kept;
-    this.replays.delete(memoryKey);
+    this.drop(memoryKey);
     return undefined;
   }
 
   get size(): number {
     return this.replays.size;
+  }
+
+  /** The bytes the kept results are counted at; never above the bound. */
+  get bytes(): number {
+    return this.total;
+  }
+
+  private drop(memoryKey: string): void {
+    const kept = this.replays.get(memoryKey);
+    if (!kept) return;
+    this.replays.delete(memoryKey);
+    this.total -= kept.bytes;
   }
 }

@@ -10,24 +10,27 @@
  * - Only results of processing are recorded, by the worker: validation failures,
  *   401, 409, 429 and 503 answers leave nothing behind, so the client can retry.
  * - The Redis entry is the fast path: an in-flight lock (`SET NX PX`, so a crashed
- *   api process holds a key for at most the lock lifetime) and then a cache of the
- *   result. The source of truth is MongoDB: the object itself carries its key (a
- *   unique field), and presenting it again gives the recorded bytes. So losing Redis
- *   never turns a retry into a duplicate.
+ *   api process holds a key for at most the lock lifetime) and then the result's
+ *   fingerprint and object id. The source of truth is MongoDB: the object itself
+ *   carries its key (a unique field), and presenting it again gives the recorded
+ *   bytes. So losing Redis never turns a retry into a duplicate, and Redis never
+ *   holds a response body (which carries the object's secret).
+ * - A request that waits on the job of its key takes the job's answer only when the
+ *   answer's fingerprint is its own; otherwise it is `idempotency_key_reused`.
  * - When may a Redis miss be trusted without asking MongoDB? Only while the epoch
  *   key exists and says so. It is created when missing (a new or emptied Redis) with
  *   the latest expiry of the results MongoDB holds at that moment: until then a miss
  *   is checked against MongoDB; after it, every live result is one that was cached
  *   since, so the miss is the truth. Losing Redis data loses the epoch too.
  * - A completed result never changes until its key expires, so each api process
- *   also keeps the ones it has read in memory (bounded), and replays them without
- *   asking Redis.
+ *   also keeps the ones it has read in memory (bounded in bytes), and replays them
+ *   without asking Redis.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../common/config.js';
 import { errors } from '../../common/errors.js';
-import { decodeEntry, encodeDone } from '../../common/idempotency.js';
+import { decodeEntry, encodeDone, type CachedEntry } from '../../common/idempotency.js';
 import type { Scope } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
@@ -45,7 +48,7 @@ if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1])
 return 0`;
 
 export interface IdempotencyDeps {
-  config: Pick<Config, 'queuePrefix' | 'idempotencyTtlMs' | 'idempotencyLockMs'>;
+  config: Pick<Config, 'queuePrefix' | 'idempotencyTtlMs' | 'idempotencyLockMs' | 'replayCacheBytes'>;
   /** Fail-fast command connection. */
   redis: Redis;
   collections: Collections;
@@ -60,7 +63,7 @@ export class IdempotencyStore {
 
   constructor(private readonly deps: IdempotencyDeps) {
     this.epochKey = `${deps.config.queuePrefix}:idem:epoch`;
-    this.replays = new ReplayCache(deps.now);
+    this.replays = new ReplayCache(deps.now, deps.config.replayCacheBytes);
   }
 
   describe(scope: Scope, key: string, method: string, path: string, body: unknown): KeyedRequest {
@@ -78,9 +81,8 @@ export class IdempotencyStore {
     const [raw, epoch] = await this.deps.redis.mget(req.redisKey, this.epochKey);
     const entry = decodeEntry(raw ?? null);
     if (entry?.s === 'done') {
-      const replay = { status: entry.status, body: entry.body };
-      const found = this.compare(req, entry.fp, replay);
-      if (entry.exp) this.replays.keep(req.memoryKey, req.canonical, replay, entry.exp);
+      const found = await this.replayOf(req, entry);
+      if (found.kind === 'replay') this.replays.keep(req.memoryKey, req.canonical, found.replay, entry.exp);
       return found;
     }
     if (entry?.s === 'lock') throw errors.idempotencyInFlight();
@@ -115,10 +117,38 @@ export class IdempotencyStore {
     if (taken === 'OK') return { token };
     const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
     if (entry?.s === 'done') {
-      const result = this.compare(req, entry.fp, { status: entry.status, body: entry.body });
+      const result = await this.replayOf(req, entry);
       if (result.kind === 'replay') return { replay: result.replay };
     }
     throw errors.idempotencyInFlight();
+  }
+
+  /** A result cached in Redis: the same request gets the object it created, rendered again. */
+  private async replayOf(req: KeyedRequest, entry: Extract<CachedEntry, { s: 'done' }>): Promise<Lookup> {
+    if (entry.fp !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+    const body = await this.render(entry.id);
+    // The object is gone (or the entry is stale): the durable record decides.
+    if (body === null) return this.lookupDurable(req);
+    return { kind: 'replay', replay: { status: entry.status, body } };
+  }
+
+  /** The create response of a stored object: its presentation with its secret, as the worker rendered it. */
+  private async render(objectId: string): Promise<string | null> {
+    const c = this.deps.collections;
+    if (objectId.startsWith('pi_')) {
+      const pi = await c.paymentIntents.findOne({ _id: objectId });
+      return pi && JSON.stringify(presentPaymentIntent(pi, { withSecret: true }));
+    }
+    if (objectId.startsWith('we_')) {
+      const endpoint = await c.webhookEndpoints.findOne({ _id: objectId });
+      return endpoint && JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true }));
+    }
+    return null;
+  }
+
+  /** Whether a result from the job of this key answers this request. */
+  answers(req: KeyedRequest, fingerprint: string | null): boolean {
+    return fingerprint === req.info.fingerprint;
   }
 
   /** Frees the key for a retry (after a timeout or a failure to enqueue). */
@@ -134,20 +164,19 @@ export class IdempotencyStore {
     const c = this.deps.collections;
     const filter = { idem: req.info.scopeHash, idem_expires_at: { $gt: this.deps.now() } };
     const pi = await c.paymentIntents.findOne(filter);
-    if (pi) return this.compareDurable(req, pi.idem_fp, JSON.stringify(presentPaymentIntent(pi, { withSecret: true })), pi.idem_expires_at);
+    if (pi) return this.compareDurable(req, pi, JSON.stringify(presentPaymentIntent(pi, { withSecret: true })));
     const endpoint = await c.webhookEndpoints.findOne(filter);
-    if (endpoint) {
-      const body = JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true }));
-      return this.compareDurable(req, endpoint.idem_fp, body, endpoint.idem_expires_at);
-    }
+    if (endpoint) return this.compareDurable(req, endpoint, JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true })));
     return { kind: 'new' };
   }
 
   /** The stored object presented again is the recorded answer: the same bytes. */
-  private async compareDurable(req: KeyedRequest, fingerprint: string | undefined, body: string, expiresAt: number | undefined): Promise<Lookup> {
-    const ttl = (expiresAt ?? 0) - this.deps.now();
+  private async compareDurable(req: KeyedRequest, doc: { _id: string; idem_fp?: string; idem_expires_at?: number }, body: string): Promise<Lookup> {
+    const fingerprint = doc.idem_fp;
+    const expiresAt = doc.idem_expires_at ?? 0;
+    const ttl = expiresAt - this.deps.now();
     if (fingerprint && ttl > 0) {
-      await this.deps.redis.set(req.redisKey, encodeDone(fingerprint, 200, body, expiresAt as number), 'PX', ttl).catch(() => undefined);
+      await this.deps.redis.set(req.redisKey, encodeDone(fingerprint, doc._id, 200, expiresAt), 'PX', ttl).catch(() => undefined);
     }
     return this.compare(req, fingerprint ?? '', { status: 200, body });
   }

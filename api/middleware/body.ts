@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { errors } from '../../common/errors.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../common/json-depth.js';
 import type { State } from '../context.js';
 
 export const BODY_LIMIT = 64 * 1024;
@@ -40,6 +41,7 @@ export function parseJsonBody(): Middleware<State> {
       } catch (err) {
         throw errors.invalidJson((err as Error).message);
       }
+      if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) throw errors.invalidJson(`it nests deeper than ${MAX_JSON_DEPTH} levels`);
       if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
         throw errors.invalidJson('the body must be a JSON object');
       }

@@ -22,9 +22,14 @@ function parseCreateKey(body: Record<string, unknown>): { project: string; livem
   return { project, livemode };
 }
 
-/** Issuing and revoking API keys (DESIGN.md section 3). `Idempotency-Key` is ignored here. */
+/**
+ * Issuing and revoking API keys (DESIGN.md section 3). `Idempotency-Key` is ignored
+ * here. Without `ADMIN_TOKEN` there are no routes at all, so every method on every
+ * admin path is 404, never 405.
+ */
 export function adminKeysRouter(deps: AppDeps): Router<State> {
   const router = new Router<State>();
+  if (!deps.config.adminToken) return router;
   const url = '/admin/v1/api_keys';
   const c = deps.mongo.collections;
   const auth = adminAuth(deps.config.adminToken);
@@ -46,10 +51,15 @@ export function adminKeysRouter(deps: AppDeps): Router<State> {
 
   router.delete(`${url}/:id`, auth, async (ctx) => {
     const id = ctx.params.id as string;
-    const doc = await revokeKey(keyStore, deps.redis, deps.config.queuePrefix, id);
-    if (!doc) throw errors.resourceMissing('api_key', id, 'id');
-    deps.keys.evict(doc.hash);
-    sendJson(ctx, JSON.stringify(presentApiKey(doc)));
+    const revoked = await revokeKey(keyStore, deps.redis, deps.config.queuePrefix, id, (hash) => deps.keys.evict(hash));
+    if (!revoked) throw errors.resourceMissing('api_key', id, 'id');
+    if (!revoked.pushed) {
+      deps.logger.warn(
+        { request_id: ctx.state.requestId, key_id: id },
+        'key revoked, but the revocation could not be pushed over Redis: other api processes drop it within API_KEY_CACHE_MS, or when they reconnect',
+      );
+    }
+    sendJson(ctx, JSON.stringify(presentApiKey(revoked.doc)));
   });
 
   return router;

@@ -22,7 +22,11 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
     await create(ctx, {
       jobName: JOBS.createWebhookEndpoint,
       idKind: 'webhook_endpoint',
-      validate: (body) => parseWebhookEndpointCreate(body, { livemode: ctx.state.key!.livemode }),
+      validate: (body) =>
+        parseWebhookEndpointCreate(body, {
+          livemode: ctx.state.key!.livemode,
+          allowPrivateTargets: deps.config.webhooks.allowPrivateTargets,
+        }),
       jobData: (base, input) => ({ ...base, input }),
     });
   });

@@ -31,7 +31,14 @@ function isLocalhostName(hostname: string): boolean {
   return name === 'localhost' || name.endsWith('.localhost');
 }
 
-function parseUrl(value: unknown, livemode: boolean): string {
+/** Where an endpoint may point: live mode never at private addresses, test mode only when the operator allows it. */
+export interface UrlRules {
+  livemode: boolean;
+  /** `WEBHOOK_ALLOW_PRIVATE_TARGETS`: test-mode endpoints may name loopback and private addresses. */
+  allowPrivateTargets?: boolean;
+}
+
+function parseUrl(value: unknown, { livemode, allowPrivateTargets = false }: UrlRules): string {
   const url = checkString(required(value, 'url'), 'url');
   if (url === '') throw urlInvalid('it must not be empty');
   if (codePointLength(url) > URL_MAX_LENGTH) throw urlInvalid(`it must be at most ${URL_MAX_LENGTH} characters long`);
@@ -50,13 +57,13 @@ function parseUrl(value: unknown, livemode: boolean): string {
     throw urlInvalid('it must be an absolute http:// or https:// URL');
   }
   if (parsed.username !== '' || parsed.password !== '') throw urlInvalid('it must not contain a user name or password');
-  if (!livemode) return url;
-  if (parsed.protocol !== 'https:') throw urlInvalid('in live mode it must use https');
+  if (livemode && parsed.protocol !== 'https:') throw urlInvalid('in live mode it must use https');
+  if (!livemode && allowPrivateTargets) return url;
   // WHATWG URL has already normalised IPv4 literals (`http://2130706433/` is 127.0.0.1).
   const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
-  if (isLocalhostName(host)) throw urlInvalid('in live mode it must not point at localhost');
+  if (isLocalhostName(host)) throw urlInvalid('it must not point at localhost');
   if (isIP(host) !== 0 && isForbiddenAddress(host)) {
-    throw urlInvalid('in live mode it must not point at a loopback, private, link-local or multicast address');
+    throw urlInvalid('it must point at a public address, not a loopback, private, link-local, multicast or reserved one');
   }
   return url;
 }
@@ -79,13 +86,13 @@ function parseEnabledEvents(value: unknown): string[] {
 
 /**
  * Validates a create body (already a plain JSON object) and fills in the defaults.
- * In live mode the URL must be https and must not name localhost or a local or
- * private IP literal; names are not resolved here (delivery checks the address it
- * connects to).
+ * In live mode the URL must be https. In both modes it must not name localhost or
+ * an IP literal that is not public, unless test mode and `allowPrivateTargets`;
+ * names are not resolved here (delivery checks the address it connects to).
  */
-export function parseWebhookEndpointCreate(body: Record<string, unknown>, ctx: { livemode: boolean }): WebhookEndpointInput {
+export function parseWebhookEndpointCreate(body: Record<string, unknown>, ctx: UrlRules): WebhookEndpointInput {
   rejectUnknownFields(body, FIELDS);
-  const url = parseUrl(fieldOf(body, 'url'), ctx.livemode);
+  const url = parseUrl(fieldOf(body, 'url'), ctx);
   const enabledEvents = parseEnabledEvents(fieldOf(body, 'enabled_events'));
   const description = parseDescription(fieldOf(body, 'description'));
   const metadata = parseMetadata(fieldOf(body, 'metadata'));

@@ -39,7 +39,8 @@ test('job ids derived from keys never contain a colon', (t) => {
 });
 
 test('cached entries round-trip and garbage decodes to null', (t) => {
-  t.deepEqual(decodeEntry(encodeDone('fp', 200, '{"id":1}', 5)), { s: 'done', fp: 'fp', status: 200, body: '{"id":1}', exp: 5 });
+  t.deepEqual(decodeEntry(encodeDone('fp', 'pi_1', 200, 5)), { s: 'done', fp: 'fp', id: 'pi_1', status: 200, exp: 5 });
+  t.is(decodeEntry('{"s":"done","fp":"fp","status":200,"body":"{}","exp":5}'), null, 'an entry of the old format, with a body, is not trusted');
   t.is(decodeEntry(null), null);
   t.is(decodeEntry('not json'), null);
   t.is(decodeEntry('{"s":"other"}'), null);

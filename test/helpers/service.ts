@@ -148,6 +148,9 @@ export class Service {
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_SECOND: '0',
       JOB_LOCK_MS: '3000',
+      // The webhook tests' receivers listen on 127.0.0.1: test mode may reach them.
+      // Tests of the address guard turn it off.
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       ...options.env,
     };
   }

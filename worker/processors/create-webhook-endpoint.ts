@@ -1,20 +1,40 @@
 /**
  * Creates a webhook endpoint, idempotent on the id the api generated. The signing
  * secret is made here, so it never travels in job data (the dashboard shows job
- * data); it leaves the service only in the create response and its replays.
+ * data); it leaves the service only in the create response and its replays. A
+ * scope holds at most `endpointLimit` endpoints; past it the create answers 400
+ * `webhook_endpoint_limit`, which is not recorded (a retry with the key runs again).
  */
 import { randomBytes } from 'node:crypto';
 import type { Job } from 'bullmq';
 import type { CreateJobResult, CreateWebhookEndpointData } from '../../common/jobs.js';
 import { presentWebhookEndpoint } from '../../common/presenters.js';
+import { endpointLimitReached, withScopeLock } from '../webhooks/endpoint-limit.js';
 import { markScopeHooked } from '../webhooks/subscriptions.js';
-import { runCreate, type CreateDeps } from './create.js';
+import { publishRefusal, runCreate, type CreateDeps } from './create.js';
 
-export async function createWebhookEndpoint(deps: CreateDeps, job: Job<CreateWebhookEndpointData>): Promise<CreateJobResult> {
+export interface EndpointCreateDeps extends CreateDeps {
+  /** Endpoints per (project, livemode). */
+  endpointLimit: number;
+}
+
+export async function createWebhookEndpoint(deps: EndpointCreateDeps, job: Job<CreateWebhookEndpointData>): Promise<CreateJobResult> {
   const data = job.data;
+  const jobId = String(job.id);
   // Before the insert: an endpoint visible in MongoDB always has its scope marked.
   await markScopeHooked(deps.redis, deps.prefix, data);
-  return runCreate(deps, String(job.id), data, {
+  return withScopeLock(deps.redis, deps.prefix, data, async () => {
+    if (await endpointLimitReached(deps.collections, data, deps.endpointLimit)) {
+      const mode = data.livemode ? 'live' : 'test';
+      const message = `This project already has the maximum of ${deps.endpointLimit} webhook endpoints in ${mode} mode. Delete one, or change an existing one, to add another.`;
+      return publishRefusal(deps, jobId, data, { code: 'webhook_endpoint_limit', message }, 400);
+    }
+    return insertEndpoint(deps, jobId, data);
+  });
+}
+
+function insertEndpoint(deps: CreateDeps, jobId: string, data: CreateWebhookEndpointData): Promise<CreateJobResult> {
+  return runCreate(deps, jobId, data, {
     collection: deps.collections.webhookEndpoints,
     build: (objectId) => ({
       _id: objectId,

@@ -9,15 +9,18 @@
  *   object the key created.
  * - One insert, so the object, its idempotency record and its created event exist
  *   together or not at all. The response is the presentation of the stored
- *   document, the same bytes every time; it is cached in Redis for the api's fast
- *   path before the job completes, so a retry with the key replays it byte for byte
- *   even if the api that asked has died.
+ *   document, the same bytes every time. Before the job completes, Redis gets the
+ *   key's fingerprint and the object's id (never the body, which holds a secret) for
+ *   the api's fast path, so a retry with the key is replayed byte for byte, rendered
+ *   again from the stored object, even if the api that asked has died.
+ * - The published answer carries the request's fingerprint, so only a request with
+ *   the same key and the same fingerprint takes it.
  * - Infrastructure faults are thrown, so BullMQ retries the job; they are never
  *   recorded as the request's result.
  */
 import type { Collection, Filter, UpdateFilter } from 'mongodb';
 import type { Redis } from 'ioredis';
-import { errorBody } from '../../common/errors.js';
+import { errorBody, type ErrorDetail } from '../../common/errors.js';
 import { encodeDone, redisKey } from '../../common/idempotency.js';
 import { resultsChannel, type CreateJobResult, type CreateResultMessage, type IdempotencyJobInfo, type Scope } from '../../common/jobs.js';
 import type { IdempotencyFields } from '../../common/documents.js';
@@ -57,6 +60,14 @@ export interface CreateSpec<D extends Stored> {
 const REUSED_MESSAGE =
   'Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than the one used in the original request.';
 
+/** Publishes an answer that is not recorded: nothing was created, so a retry with the key runs again. */
+export async function publishRefusal(deps: CreateDeps, jobId: string, data: CreateJobCommon, detail: ErrorDetail, status: number): Promise<CreateJobResult> {
+  const body = errorBody(detail, data.requestId, data.baseUrl);
+  const message: CreateResultMessage = { jobId, fingerprint: data.idempotency?.fingerprint ?? null, status, body };
+  await deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message));
+  return { ok: false, id: null, status };
+}
+
 /** Inserts the object (or finds the one already stored), then publishes the answer. */
 export async function runCreate<D extends Stored>(
   deps: CreateDeps,
@@ -68,9 +79,7 @@ export async function runCreate<D extends Stored>(
   const found = await insertOnce(deps, data, spec);
   if ('reused' in found) {
     // Another request holds this key. Its record is not ours to replay.
-    const body = errorBody({ code: 'idempotency_key_reused', message: REUSED_MESSAGE }, data.requestId, data.baseUrl);
-    await deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify({ jobId, status: 400, body } satisfies CreateResultMessage));
-    return { ok: false, id: null, status: 400 };
+    return publishRefusal(deps, jobId, data, { code: 'idempotency_key_reused', message: REUSED_MESSAGE }, 400);
   }
   // Before the answer: once a client has it, the event's dispatch moment is past.
   await spec.after?.(found.doc);
@@ -81,9 +90,10 @@ export async function runCreate<D extends Stored>(
   if (idem) {
     const expiresAt = found.doc.idem_expires_at ?? idem.expiresAt;
     const ttl = expiresAt - deps.now();
-    if (ttl > 0) answer.push(deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, 200, body, expiresAt), 'PX', ttl));
+    if (ttl > 0) answer.push(deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, found.doc._id, 200, expiresAt), 'PX', ttl));
   }
-  answer.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify({ jobId, status: 200, body } satisfies CreateResultMessage)));
+  const message: CreateResultMessage = { jobId, fingerprint: idem?.fingerprint ?? null, status: 200, body };
+  answer.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message)));
   await Promise.all(answer);
   return { ok: true, id: found.doc._id, status: 200 };
 }

@@ -14,8 +14,13 @@ import { JOBS, type DispatchEventData, type TypedQueue } from '../../common/jobs
 import type { Collections } from '../../common/mongo.js';
 import { maxAttempts, WEBHOOK_BACKOFF } from '../webhooks/retry-policy.js';
 
-/** Completed delivery jobs stay long enough for a late re-dispatch to find (and skip) them. */
-const KEEP_DELIVERIES_S = 7 * 24 * 3600;
+/**
+ * Finished delivery jobs are bounded in Redis by age and by count, so no tenant can
+ * fill it with them. The attempts are recorded in MongoDB; a re-dispatch after a
+ * completed job is gone delivers again, which at-least-once delivery allows.
+ */
+const KEEP_COMPLETED = { age: 3600, count: 10_000 };
+const KEEP_FAILED = { age: 7 * 24 * 3600, count: 10_000 };
 
 export interface DispatchDeps {
   collections: Collections;
@@ -28,8 +33,8 @@ export function deliveryJobOptions(config: WebhookConfig, eventId: string, endpo
     jobId: deliveryJobId(eventId, endpointId),
     attempts: maxAttempts(config),
     backoff: { type: WEBHOOK_BACKOFF },
-    removeOnComplete: { age: KEEP_DELIVERIES_S },
-    removeOnFail: { age: KEEP_DELIVERIES_S },
+    removeOnComplete: KEEP_COMPLETED,
+    removeOnFail: KEEP_FAILED,
   };
 }
 
@@ -54,7 +59,7 @@ export async function dispatchEvent(
     await deps.webhooksQueue.addBulk(
       targets.map((e) => ({
         name: JOBS.deliverWebhook as typeof JOBS.deliverWebhook,
-        data: { eventId, endpointId: e._id, json: event.json },
+        data: { eventId, endpointId: e._id },
         opts: deliveryJobOptions(deps.config, eventId, e._id),
       })),
     );

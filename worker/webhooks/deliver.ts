@@ -6,20 +6,29 @@
  *   worker that dies mid-attempt leaves the job to be recovered as stalled and sent
  *   again, so a receiver may see a delivery twice, never zero times.
  * - The same `webhook-id` (the event id) on every attempt, and the same body: the
- *   event JSON the job carries (as stored with its object), byte for byte. Each attempt is signed afresh over exactly the
- *   bytes it sends, with its own `webhook-timestamp`.
+ *   event JSON as stored, byte for byte. Each attempt is signed afresh over exactly
+ *   the bytes it sends, with its own `webhook-timestamp`.
+ * - Only real events, only to their own scope. A job carries ids only; the event is
+ *   loaded from MongoDB by id (`loadEvent`), and sent only when it and the endpoint
+ *   have the same project and livemode. A job forged through the dashboard or Redis
+ *   can at most re-deliver a real event to an endpoint of its own scope.
+ * - At most `endpointConcurrency` attempts in flight per endpoint, across workers:
+ *   a delivery that finds its endpoint's slots taken waits (delayed, not counted as
+ *   an attempt), so a hanging receiver cannot hold every slot of a worker.
  * - Every attempt that gets an outcome is recorded in `webhook_attempts` (status or
  *   error kind, duration, the first 1 KiB of the response) before the job moves on.
  *   An attempt cut short by the worker's own death has no outcome to record; it is
  *   sent again.
- * - In live mode, no connection to a loopback, private, link-local or multicast
- *   address: the address is checked when the connection is made, after resolution,
- *   so DNS rebinding does not get around it.
+ * - No connection to an address that is not globally routable unicast (loopback,
+ *   private, link-local, metadata services...): the address is checked when the
+ *   connection is made, after resolution, so DNS rebinding does not get around it.
+ *   Test-mode endpoints are exempt only when the operator sets
+ *   `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`; live-mode ones never are.
  * - The endpoint is read again before each attempt: once it is disabled or deleted,
  *   nothing more is sent. A 410 Gone disables it at once; failing without a single
  *   success for `disableAfterMs` disables it too.
  */
-import { UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
 import type { IdGenerator } from '../../common/ids.js';
 import type { DeliverWebhookData } from '../../common/jobs.js';
@@ -28,7 +37,9 @@ import type { WebhookAttemptDoc, WebhookEndpointDoc } from '../../common/documen
 import type { Collections } from '../../common/mongo.js';
 import { isForbiddenAddress } from '../../common/net.js';
 import { webhookHeaders } from '../../common/webhooks/sign.js';
+import type { EndpointSlots } from './endpoint-slots.js';
 import { postWebhook, type PostResult } from './http.js';
+import { loadEvent } from './load-event.js';
 import { DeliveryFailedError, parseRetryAfter } from './retry-policy.js';
 
 export const USER_AGENT = 'payments-service-webhooks/1';
@@ -42,11 +53,17 @@ export interface DeliverDeps {
   logger: Logger;
   now: () => number;
   ids: IdGenerator;
+  slots: EndpointSlots;
 }
 
 export type DeliverResult =
   | { delivered: true; attempt: number; http_status: number }
-  | { delivered: false; skipped: 'endpoint_missing' | 'endpoint_disabled' };
+  | { delivered: false; skipped: 'endpoint_missing' | 'endpoint_disabled' | 'event_missing' | 'scope_mismatch' };
+
+/** How long a delivery whose endpoint has no free slot waits before trying again: 1 to 2 s. */
+function slotWaitMs(): number {
+  return 1000 + Math.floor(Math.random() * 1000);
+}
 
 /** What one attempt came to. */
 interface Outcome {
@@ -70,13 +87,37 @@ function outcomeOf(result: PostResult, nowMs: number): Outcome {
   return { http_status: status, error, response_body: body, retryAfterMs, durationMs: result.durationMs };
 }
 
-export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise<DeliverResult> {
+/** `token` is the worker's lock on the job, needed to move it back to delayed. */
+export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookData>, token?: string): Promise<DeliverResult> {
+  const slot = await deps.slots.acquire(job.data.endpointId);
+  if (!slot) {
+    await job.moveToDelayed(Date.now() + slotWaitMs(), token);
+    throw new DelayedError();
+  }
+  try {
+    return await attempt(deps, job);
+  } finally {
+    await slot.release().catch(() => undefined);
+  }
+}
+
+async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise<DeliverResult> {
   const { eventId, endpointId } = job.data;
   const c = deps.collections;
   const endpoint = await c.webhookEndpoints.findOne({ _id: endpointId });
   if (!endpoint) return { delivered: false, skipped: 'endpoint_missing' };
   if (endpoint.status !== 'enabled') return { delivered: false, skipped: 'endpoint_disabled' };
-  const json = job.data.json;
+  const event = await loadEvent(c, eventId);
+  if (!event) {
+    deps.logger.warn({ event_id: eventId, endpoint_id: endpointId }, 'delivery names no stored event: nothing sent');
+    return { delivered: false, skipped: 'event_missing' };
+  }
+  if (event.project !== endpoint.project || event.livemode !== endpoint.livemode) {
+    deps.logger.warn({ event_id: eventId, endpoint_id: endpointId }, 'delivery pairs an event and an endpoint of different scopes: nothing sent');
+    return { delivered: false, skipped: 'scope_mismatch' };
+  }
+  const json = event.json;
+  const guarded = endpoint.livemode || !deps.config.allowPrivateTargets;
 
   const attempt = job.attemptsMade + 1;
   const body = Buffer.from(json, 'utf8');
@@ -91,7 +132,7 @@ export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookD
     },
     body,
     timeoutMs: deps.config.timeoutMs,
-    refuseAddress: endpoint.livemode ? isForbiddenAddress : undefined,
+    refuseAddress: guarded ? isForbiddenAddress : undefined,
     responseBodyLimit: RESPONSE_BODY_LIMIT,
   });
   const finishedAt = deps.now();

@@ -1,61 +1,57 @@
+// Each api process's memory of replays is bounded in bytes, not in entries.
+
 import test from 'ava';
 import { ReplayCache } from '../../../api/idempotency/replay-cache.js';
-import { FakeClock } from '../../helpers/in-process.js';
 
-const replay = (n: number) => ({ status: 200, body: `{"n":${n}}` });
+const now = () => 1_000;
+const later = 10_000;
 
-test('keeps a replay, with the canonical request it answered, until its key expires', (t) => {
-  const clock = new FakeClock(1_000_000);
-  const cache = new ReplayCache(clock.now);
-  cache.keep('k', 'POST /v1/payment_intents\n{"amount":1}', replay(1), clock.now() + 500);
-  t.like(cache.get('k'), { status: 200, body: '{"n":1}', canonical: 'POST /v1/payment_intents\n{"amount":1}' });
-  clock.advance(499);
-  t.truthy(cache.get('k'));
-  clock.advance(1);
-  t.is(cache.get('k'), undefined, 'gone once the clock reaches the expiry');
-  t.is(cache.size, 0, 'and dropped, not just hidden');
-});
+function body(bytes: number): { status: number; body: string } {
+  return { status: 200, body: 'x'.repeat(bytes) };
+}
 
-test('a result whose key has already expired is not kept', (t) => {
-  const clock = new FakeClock(1_000_000);
-  const cache = new ReplayCache(clock.now);
-  cache.keep('past', 'c', replay(1), clock.now() - 1);
-  cache.keep('now', 'c', replay(2), clock.now());
-  t.is(cache.size, 0);
-});
-
-test('past the bound, the oldest replay goes first', (t) => {
-  const clock = new FakeClock(1_000_000);
-  const cache = new ReplayCache(clock.now, 2);
-  const expiresAt = clock.now() + 1000;
-  cache.keep('a', 'c', replay(1), expiresAt);
-  cache.keep('b', 'c', replay(2), expiresAt);
-  cache.keep('c', 'c', replay(3), expiresAt);
-  t.is(cache.size, 2);
-  t.is(cache.get('a'), undefined);
-  t.is(cache.get('b')?.body, '{"n":2}');
-  t.is(cache.get('c')?.body, '{"n":3}');
-});
-
-test('reading a replay does not make it newer: eviction follows the order they were kept', (t) => {
-  const clock = new FakeClock(1_000_000);
-  const cache = new ReplayCache(clock.now, 2);
-  const expiresAt = clock.now() + 1000;
-  cache.keep('a', 'c', replay(1), expiresAt);
-  cache.keep('b', 'c', replay(2), expiresAt);
-  t.truthy(cache.get('a'));
-  cache.keep('c', 'c', replay(3), expiresAt);
-  t.is(cache.get('a'), undefined);
-  t.truthy(cache.get('b'));
-});
-
-test('the default bound is 10 000 replays', (t) => {
-  const clock = new FakeClock(1_000_000);
-  const cache = new ReplayCache(clock.now);
-  const expiresAt = clock.now() + 1000;
-  for (let i = 0; i <= 10_000; i++) cache.keep(`k${i}`, 'c', replay(i), expiresAt);
-  t.is(cache.size, 10_000);
+test('large results push out the oldest: the bytes kept never pass the bound', (t) => {
+  const cache = new ReplayCache(now, 10_000);
+  for (let i = 0; i < 20; i++) {
+    cache.keep(`k${i}`, 'POST /v1/x\n{}', body(2_000), later);
+    t.true(cache.bytes <= 10_000, `after ${i + 1}: ${cache.bytes} bytes`);
+  }
+  t.is(cache.size, 2, 'two results of ~4 KB fit in 10 KB');
+  t.truthy(cache.get('k19'));
+  t.truthy(cache.get('k18'));
   t.is(cache.get('k0'), undefined);
-  t.truthy(cache.get('k1'));
-  t.truthy(cache.get('k10000'));
+});
+
+test('small results are not limited by a count: the bound is in bytes', (t) => {
+  const cache = new ReplayCache(now, 32 * 1024 * 1024);
+  for (let i = 0; i < 20_000; i++) cache.keep(`k${i}`, 'c', body(10), later);
+  t.is(cache.size, 20_000);
+  t.truthy(cache.get('k0'));
+});
+
+test('a result larger than the bound is not kept, and 0 keeps nothing', (t) => {
+  const cache = new ReplayCache(now, 1_000);
+  cache.keep('big', 'c', body(5_000), later);
+  t.is(cache.size, 0);
+  const off = new ReplayCache(now, 0);
+  off.keep('k', 'c', body(1), later);
+  t.is(off.size, 0);
+});
+
+test('keeping a key again replaces it without counting it twice', (t) => {
+  const cache = new ReplayCache(now, 100_000);
+  cache.keep('k', 'c', body(1_000), later);
+  const once = cache.bytes;
+  cache.keep('k', 'c', body(1_000), later);
+  t.is(cache.bytes, once);
+  t.is(cache.size, 1);
+});
+
+test('an expired result is dropped and its bytes freed', (t) => {
+  let clock = 1_000;
+  const cache = new ReplayCache(() => clock, 100_000);
+  cache.keep('k', 'c', body(1_000), 2_000);
+  clock = 3_000;
+  t.is(cache.get('k'), undefined);
+  t.is(cache.bytes, 0);
 });

@@ -3,8 +3,10 @@ import test from 'ava';
 import { parseWebhookEndpointCreate } from '../../../api/schemas/webhook-endpoints.js';
 import { rejects } from '../../helpers/rejects.js';
 
-const TEST = { livemode: false };
-const LIVE = { livemode: true };
+// The operator's opt-in (WEBHOOK_ALLOW_PRIVATE_TARGETS) is on: test mode may name
+// local receivers, live mode never; test/common/net.test.ts and the e2e tests cover it off.
+const TEST = { livemode: false, allowPrivateTargets: true };
+const LIVE = { livemode: true, allowPrivateTargets: true };
 
 test('fills in every default when only url is given', (t) => {
   t.deepEqual(parseWebhookEndpointCreate({ url: 'https://example.com/hooks' }, LIVE), {

@@ -1,0 +1,34 @@
+/**
+ * The one place a delivery reads the event it sends. A delivery never signs bytes
+ * taken from its job: it loads the event by id from MongoDB, and the event carries
+ * its own scope, which the delivery compares with the endpoint's.
+ *
+ * Today the only stored event is `payment_intent.created`, kept in the payment
+ * intent's own document (`evt_X` is the created event of `pi_X`). On FerretDB this
+ * keyed read scans the collection; on MongoDB it is an `_id` lookup.
+ */
+import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
+import type { Collections } from '../../common/mongo.js';
+
+export interface StoredEvent {
+  id: string;
+  type: string;
+  project: string;
+  livemode: boolean;
+  /** The event JSON, byte for byte what is listed and delivered. */
+  json: string;
+}
+
+/** The event with this id, or null when there is none. */
+export async function loadEvent(collections: Collections, eventId: string): Promise<StoredEvent | null> {
+  if (!eventId.startsWith('evt_')) return null;
+  const objectId = objectIdOfCreatedEvent(eventId);
+  // The mapping is only a prefix swap: make sure it leads back to this very id.
+  if (createdEventId(objectId) !== eventId) return null;
+  const doc = await collections.paymentIntents.findOne(
+    { _id: objectId },
+    { projection: { project: 1, livemode: 1, created_event: 1 } },
+  );
+  if (!doc) return null;
+  return { id: eventId, type: PAYMENT_INTENT_CREATED, project: doc.project, livemode: doc.livemode, json: doc.created_event };
+}
