@@ -123,7 +123,7 @@ test('isForbiddenAddress refuses IPv4-mapped and NAT64 forms of forbidden IPv4 a
 });
 
 test('isForbiddenAddress allows public IPv6', (t) => {
-  for (const ip of ['2606:4700:4700::1111', '2001:4860:4860::8888', '[2a00:1450::1]', 'fbff::1', 'ff::1']) {
+  for (const ip of ['2606:4700:4700::1111', '2001:4860:4860::8888', '[2a00:1450::1]']) {
     t.false(isForbiddenAddress(ip), ip);
   }
 });

@@ -6,7 +6,7 @@
  * epoch key, so they run one at a time.
  */
 import test from 'ava';
-import { decodeEntry, encodeDone, redisKey, requestFingerprint, scopeHash } from '../../../common/idempotency.js';
+import { decodeEntry, redisKey, scopeHash } from '../../../common/idempotency.js';
 import { openStack, startInProcess, type InProcessService, type Stack } from '../../helpers/in-process.js';
 import { uniqueName, type ApiResponse } from '../../helpers/service.js';
 
