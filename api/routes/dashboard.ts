@@ -22,8 +22,9 @@ import Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import type { Middleware } from 'koa';
 import { ApiError, errors, type ErrorCode } from '../../common/errors.js';
+import { isInfrastructureError } from '../../common/infra-errors.js';
 import { tokenMatches } from '../middleware/admin-auth.js';
-import { ownOrigin } from '../respond.js';
+import { guardDashboardChanges, protectDashboard } from '../middleware/dashboard-guard.js';
 
 type BoardServerAdapter = Parameters<typeof createBullBoard>[0]['serverAdapter'];
 
@@ -55,50 +56,36 @@ function basicAuth(adminToken: string | null): Middleware {
   };
 }
 
-/** The changes the dashboard allows, as paths under it: retry and clean, of one job or of a state. */
-const ALLOWED_ACTIONS = [/^\/api\/queues\/[^/]+\/(retry|clean)\/[^/]+$/, /^\/api\/queues\/[^/]+\/[^/]+\/(retry|clean)$/];
+/** Marks an error Bull Board caught, so that our error middleware renders it. */
+const THROWN = Symbol('thrown by a dashboard handler');
 
-const SAFE_METHODS = new Set(['GET', 'HEAD']);
-
-function forbidden(message: string): ApiError {
-  return new ApiError('dashboard_action_forbidden', message);
-}
-
-/** No framing, no caching: set before anything else answers, and again after Bull Board has. */
-function protect(ctx: { set(name: string, value: string): void }): void {
-  ctx.set('X-Frame-Options', 'DENY');
-  ctx.set('Content-Security-Policy', "frame-ancestors 'none'");
-  ctx.set('Cache-Control', 'no-store');
-}
-
-/** The origin a request that changes something came from, or null when it names none. */
-function requestOrigin(ctx: { get(name: string): string }): string | null {
-  const origin = ctx.get('Origin');
-  if (origin !== '') return origin;
-  const referer = ctx.get('Referer');
-  if (referer === '') return null;
-  try {
-    return new URL(referer).origin;
-  } catch {
-    return 'invalid';
+/** What Bull Board (or its body parser) threw, as an error of ours. */
+function thrownByBoard(thrown: unknown): unknown {
+  if (isInfrastructureError(thrown)) return thrown;
+  const status = (thrown as { status?: number; statusCode?: number }).status ?? (thrown as { statusCode?: number }).statusCode;
+  if (status === 413) return errors.bodyTooLarge(1024 * 1024);
+  if (status === 415) return errors.contentTypeInvalid();
+  // A body that is not JSON, or JSON that is not an object or array.
+  if (thrown instanceof SyntaxError || (status !== undefined && status >= 400 && status < 500)) {
+    return errors.invalidJson('the dashboard could not read it');
   }
+  return thrown;
 }
 
-/** Cross-origin changes are refused (CSRF); so is any change but retry and clean. */
-function guardChanges(publicBaseUrl: string | null): Middleware {
-  return async (ctx, next) => {
-    if (!SAFE_METHODS.has(ctx.method)) {
-      const origin = requestOrigin(ctx);
-      if (origin !== null && (origin === 'null' || origin !== ownOrigin({ publicBaseUrl }, ctx))) {
-        throw forbidden('The dashboard accepts changes from its own pages only (the Origin or Referer is another site).');
-      }
-      const action = ctx.path.slice(DASHBOARD_PATH.length);
-      if (ctx.method !== 'PUT' || !ALLOWED_ACTIONS.some((pattern) => pattern.test(action))) {
-        throw forbidden('The dashboard can retry and clean jobs; it cannot add, edit or otherwise change them.');
-      }
-    }
-    await next();
-  };
+/**
+ * Bull Board's own error answers in the contract's envelope: what its handlers
+ * threw (a lost Redis is a 503, anything else a 500 whose details stay in the log),
+ * its 404 for an unknown queue or job, its 405 with `Allow`, its 400s.
+ */
+function boardError(ctx: { method: string; path: string; status: number; body: unknown; response: { get(name: string): string } }): unknown {
+  const body = ctx.body as Record<PropertyKey, unknown> | null;
+  const thrown = body && typeof body === 'object' ? body[THROWN] : undefined;
+  if (thrown !== undefined) return thrownByBoard(thrown);
+  const key = typeof body?.error === 'object' ? String((body.error as { key?: unknown }).key ?? '') : '';
+  if (ctx.status === 404) return errors.routeNotFound(ctx.method, ctx.path);
+  if (ctx.status === 405) return errors.methodNotAllowed(ctx.method, ctx.response.get('Allow').split(/\s*,\s*/).filter(Boolean));
+  if (ctx.status < 500) return new ApiError('parameter_invalid', `The dashboard refused the request${key ? ` (${key})` : ''}.`);
+  return new Error(`dashboard answered ${ctx.status}${key ? ` ${key}` : ''}`);
 }
 
 /** The dashboard over the given queues (every queue of the service); no routes at all without a token. */
@@ -115,6 +102,9 @@ export function dashboardRouter(adminToken: string | null, queues: Queue[], publ
     serverAdapter: serverAdapter as unknown as BoardServerAdapter,
     options: { uiConfig: { boardTitle: 'Payments queues' } },
   });
+  // Bull Board's app catches what its handlers throw and answers in its own format
+  // (with the raw error message); hand it back to ours instead.
+  serverAdapter.setErrorHandler((err) => ({ status: 500, body: { [THROWN]: err } }));
   // The adapter returns a koa-mount middleware over its own Koa app (views, static
   // files, JSON API). It is run inside one route of ours, after the auth check; a
   // path it does not know falls through to our 404 rather than to the next router.
@@ -125,19 +115,23 @@ export function dashboardRouter(adminToken: string | null, queues: Queue[], publ
     // One label for the whole dashboard in logs and metrics (Bull Board's own router
     // would otherwise leave its inner paths as the matched route).
     ctx.state.route = route;
-    protect(ctx);
+    protectDashboard(ctx);
     await next();
   };
-  router.all(route, headers, basicAuth(adminToken), guardChanges(publicBaseUrl), async (ctx) => {
+  router.all(route, headers, basicAuth(adminToken), guardDashboardChanges(DASHBOARD_PATH, publicBaseUrl), async (ctx) => {
     let unknownPath = false;
     try {
       await board(ctx, async () => {
         unknownPath = true;
       });
+    } catch (err) {
+      // Its body parser runs before its own error handler.
+      throw thrownByBoard(err);
     } finally {
-      protect(ctx);
+      protectDashboard(ctx);
     }
     if (unknownPath) throw errors.routeNotFound(ctx.method, ctx.path);
+    if (ctx.status >= 400) throw boardError(ctx);
   });
   return router;
 }

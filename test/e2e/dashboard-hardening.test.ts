@@ -121,3 +121,17 @@ test('without ADMIN_TOKEN every method on every admin path is 404', async (t) =>
     }
   }
 });
+
+// Found by the fuzzer (test/e2e/fuzz.test.ts): Bull Board answered these in its own format, or with a 500.
+test("Bull Board's own errors come in the contract's envelope", async (t) => {
+  const own = { ...basic(), 'Content-Type': 'application/json' };
+  const unknownQueue = await service.request('GET', '/admin/queues/api/queues/nope/some-job', { headers: own });
+  t.is(unknownQueue.status, 404);
+  t.is(unknownQueue.body.error.code, 'route_not_found');
+  for (const rawBody of ['0', '"text"', '{']) {
+    const res = await service.request('PUT', `/admin/queues/api/queues/${QUEUES.creates}/clean/completed`, { headers: own, rawBody });
+    t.is(res.status, 400, rawBody);
+    t.is(res.body.error.code, 'invalid_json', rawBody);
+    t.is(res.body.error.request_id, res.headers.get('request-id'));
+  }
+});
