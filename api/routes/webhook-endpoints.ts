@@ -22,7 +22,7 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
     await create(ctx, {
       jobName: JOBS.createWebhookEndpoint,
       idKind: 'webhook_endpoint',
-      validate: (body) => parseWebhookEndpointCreate(body, { livemode: ctx.state.key!.livemode }),
+      validate: (body, encoding) => parseWebhookEndpointCreate(body, { livemode: ctx.state.key!.livemode, encoding }),
       jobData: (base, input) => ({ ...base, input }),
     });
   });
