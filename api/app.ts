@@ -13,6 +13,7 @@ import { adminKeysRouter } from './routes/admin-keys.js';
 import { eventRoutes } from './routes/events.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
+import { referenceRouter } from './routes/reference.js';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 /**
@@ -59,6 +60,7 @@ export function createApp(deps: AppDeps): Koa<State> {
   const routers: Array<Router<State>> = [
     v1,
     opsRouter(deps),
+    referenceRouter(deps),
     adminKeysRouter(deps),
     ...((deps.extraRouters ?? []) as Array<Router<State>>),
   ];
