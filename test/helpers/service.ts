@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, type Db } from 'mongodb';
 import { Redis } from 'ioredis';
+import { checkAgainstOpenApi } from './openapi-check.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -242,7 +243,9 @@ export class Service {
     } catch {
       parsed = undefined;
     }
-    return { status: res.status, headers: res.headers, text, body: parsed as T };
+    const answer = { status: res.status, headers: res.headers, text, body: parsed as T };
+    await checkAgainstOpenApi(options.baseUrl ?? this.baseUrl, method, urlPath, answer);
+    return answer;
   }
 
   /** Issues an API key through the admin API. */
