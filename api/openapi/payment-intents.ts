@@ -16,6 +16,34 @@ type PaymentIntentField = keyof ReturnType<typeof presentPaymentIntent>;
 
 export const PAYMENT_INTENT_ID = '^pi_[0-9A-Za-z]+$';
 
+/** Shown by Redoc beside the create operation. */
+const CREATE_SAMPLES = [
+  {
+    lang: 'Shell',
+    label: 'curl (form)',
+    source: `curl -X POST http://localhost:3000/v1/payment_intents -H "Authorization: Bearer $KEY" \\
+  -H 'Idempotency-Key: order-1042' -d amount=5000 -d currency=xof \\
+  -d 'allowed_operators[]=wave' -d 'allowed_operators[]=orange_money' -d 'metadata[order]=1042'`,
+  },
+  {
+    lang: 'Shell',
+    label: 'curl (JSON)',
+    source: `curl -X POST http://localhost:3000/v1/payment_intents -H "Authorization: Bearer $KEY" \\
+  -H 'Content-Type: application/json' -H 'Idempotency-Key: order-1042' \\
+  -d '{"amount": 5000, "currency": "xof", "allowed_operators": ["wave", "orange_money"], "metadata": {"order": "1042"}}'`,
+  },
+  {
+    lang: 'JavaScript',
+    label: 'Stripe SDK',
+    source: `import Stripe from 'stripe';
+const payments = new Stripe(process.env.KEY, { host: '127.0.0.1', port: 3000, protocol: 'http' });
+const intent = await payments.paymentIntents.create(
+  { amount: 5000, currency: 'xof', allowed_operators: ['wave'], metadata: { order: '1042' } },
+  { idempotencyKey: 'order-1042' },
+);`,
+  },
+];
+
 export function paymentIntentsPart(options: { operators: string[]; defaultCurrency: string }): DocumentPart {
   const operator: Schema = { type: 'string', enum: options.operators };
   const operators: Schema = { type: 'array', items: operator, minItems: 1, uniqueItems: true };
@@ -70,6 +98,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
           operationId: 'createPaymentIntent',
           summary: 'Create a payment intent',
           tags,
+          'x-codeSamples': CREATE_SAMPLES,
           parameters: [IDEMPOTENCY_PARAMETER],
           requestBody: create.body,
           responses: { ...okResponse('The created payment intent.', ref('PaymentIntent'), { replayable: true }), ...errorResponses([400, 409, 413, 415]) },

@@ -13,6 +13,19 @@ import { sendJson } from '../respond.js';
 export const DOCS_PATH = '/docs';
 const REDOC_PATH = '/docs/assets/redoc.standalone.js';
 
+/**
+ * Redoc's menu footer shows a logo loaded from Redocly's CDN, with no option to turn
+ * it off: an empty inline image stands in for it, so the page makes no request
+ * elsewhere (the "API docs by Redocly" link stays).
+ */
+const REDOC_CDN_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+const EMPTY_IMAGE = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='1' height='1'/%3E";
+
+async function readRedoc(file: string): Promise<Buffer> {
+  const bundle = await readFile(file, 'utf8');
+  return Buffer.from(bundle.replaceAll(REDOC_CDN_LOGO, EMPTY_IMAGE));
+}
+
 /** Redoc's options, as attributes of its element: the tags open, the JSON samples expanded two levels. */
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -52,7 +65,7 @@ export function referenceRouter(deps: AppDeps): Router<State> {
 
   router.get(REDOC_PATH, async (ctx) => {
     // Read once, on first use: 1 MB that most api processes never serve.
-    redoc ??= readFile(require.resolve('redoc/bundles/redoc.standalone.js')).catch((err: unknown) => {
+    redoc ??= readRedoc(require.resolve('redoc/bundles/redoc.standalone.js')).catch((err: unknown) => {
       redoc = null;
       throw err;
     });
