@@ -137,6 +137,9 @@ test('paymentIntents.list with autoPagingToArray walks every object exactly once
   for (let i = 0; i < 23; i++) created.push((await createPaymentIntent(c.stripe, { amount: 100 + i })).id);
   const all = await c.stripe.paymentIntents.list({ limit: 5 }).autoPagingToArray({ limit: 1000 });
   t.deepEqual(all.map((pi) => pi.id), [...created].reverse());
+  const iterated: string[] = [];
+  for await (const pi of c.stripe.paymentIntents.list({ limit: 7 })) iterated.push(pi.id);
+  t.deepEqual(iterated, [...created].reverse(), 'async iteration, as in the README');
   const page = await c.stripe.paymentIntents.list({ limit: 5 });
   t.true(page.has_more);
   t.is(page.data.length, 5);
