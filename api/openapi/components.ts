@@ -31,6 +31,11 @@ export const HEADERS: Record<string, Schema> = {
     required: true,
     schema: { type: 'string', pattern: '^[0-9]+$' },
   },
+  Allow: {
+    description: 'The methods the path takes.',
+    required: true,
+    schema: { type: 'string', examples: ['GET, HEAD, POST'] },
+  },
   StripeShouldRetry: {
     description: 'Whether a retry (with the same `Idempotency-Key`) can succeed: `true` on 409 `idempotency_in_flight` and 503, `false` on other 4xx. Stripe SDKs obey it.',
     required: true,
@@ -124,6 +129,7 @@ function errorHeaders(status: number): Schema {
   const headers: Schema = { 'Request-Id': header('RequestId') };
   if (status === 409 || status === 429 || status === 503) headers['Retry-After'] = header('RetryAfter');
   if ((status >= 400 && status < 500) || status === 503) headers['Stripe-Should-Retry'] = header('StripeShouldRetry');
+  if (status === 405) headers.Allow = header('Allow');
   return headers;
 }
 
