@@ -33,7 +33,7 @@ const nodeGlobals = Object.fromEntries(
 /**
  * The architecture's import rules. api and worker never import each other, common
  * imports neither, and inside api the arrows run one way: routes → handlers and
- * queries → common, middleware → common. Flat config does not merge one rule across
+ * queries → common, middleware → common, routes → openapi → schemas. Flat config does not merge one rule across
  * blocks (the last match wins), so each block lists every pattern that applies to it.
  */
 const up = (dir) => ({ regex: `^(\\.\\./)+${dir}/`, message: `this layer must not import from ${dir}/` });
@@ -45,6 +45,8 @@ const apiLayers = [
   { files: ['api/handlers/**/*.ts'], patterns: ['routes'].map(sibling) },
   { files: ['api/queries/**/*.ts', 'api/schemas/**/*.ts'], patterns: ['routes', 'handlers', 'middleware', 'idempotency'].map(sibling) },
   { files: ['api/idempotency/**/*.ts'], patterns: ['routes', 'handlers', 'middleware', 'queries'].map(sibling) },
+  // The OpenAPI document is built from schemas and common, never from what serves it.
+  { files: ['api/openapi/**/*.ts'], patterns: ['routes', 'handlers', 'middleware', 'queries', 'idempotency'].map(sibling) },
   { files: ['api/context.ts', 'api/respond.ts', 'api/result-waiter.ts'], patterns: ['routes', 'handlers', 'queries', 'middleware', 'idempotency'].map(child) },
 ];
 

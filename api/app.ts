@@ -5,7 +5,7 @@ import type { AppDeps, State } from './context.js';
 import { createHandler } from './handlers/create.js';
 import { IdempotencyStore } from './idempotency/store.js';
 import { authenticate } from './middleware/auth.js';
-import { parseJsonBody } from './middleware/body.js';
+import { parseBody } from './middleware/body.js';
 import { handleErrors } from './middleware/errors.js';
 import { makeGuards } from './middleware/guards.js';
 import { rateLimit } from './middleware/rate-limit.js';
@@ -13,6 +13,7 @@ import { adminKeysRouter } from './routes/admin-keys.js';
 import { eventRoutes } from './routes/events.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
+import { referenceRouter } from './routes/reference.js';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 /**
@@ -47,7 +48,7 @@ function unmatched(routers: Array<Router<State>>): Middleware<State> {
 /** Builds the api. It never listens: main.ts (or a test) does. */
 export function createApp(deps: AppDeps): Koa<State> {
   const app = new Koa<State>();
-  const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseJsonBody() });
+  const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseBody() });
   const idempotency = new IdempotencyStore({ config: deps.config, redis: deps.redis, collections: deps.mongo.collections, now: deps.now });
   const create = createHandler(deps, idempotency);
   // One router for the public API, first: most requests are its, and each router
@@ -59,6 +60,7 @@ export function createApp(deps: AppDeps): Koa<State> {
   const routers: Array<Router<State>> = [
     v1,
     opsRouter(deps),
+    referenceRouter(deps),
     adminKeysRouter(deps),
     ...((deps.extraRouters ?? []) as Array<Router<State>>),
   ];

@@ -9,6 +9,7 @@ import type { Logger } from '../common/logger.js';
 import type { ApiKeyDoc } from '../common/documents.js';
 import type { Mongo } from '../common/mongo.js';
 import type { ResultWaiter } from './result-waiter.js';
+import type { BodyEncoding } from './schemas/fields.js';
 
 /** Everything the api needs, built in main.ts (or by a test) and injected. */
 export interface AppDeps {
@@ -36,6 +37,8 @@ export interface State {
   route?: string;
   key?: ApiKeyDoc;
   body?: Record<string, unknown>;
+  /** How `body` arrived: its checks coerce a form's strings by field type. */
+  bodyEncoding?: BodyEncoding;
 }
 
 export type Ctx = ParameterizedContext<State>;

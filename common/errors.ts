@@ -14,7 +14,7 @@ interface CodeInfo {
 /** The complete list of codes the service answers with, and what each means. */
 export const ERROR_CODES = {
   parameter_missing: { status: 400, type: 'invalid_request_error', description: 'A required parameter is missing.' },
-  parameter_invalid: { status: 400, type: 'invalid_request_error', description: 'A parameter has the wrong shape (for example a repeated query parameter, or a duplicated array item).' },
+  parameter_invalid: { status: 400, type: 'invalid_request_error', description: 'A parameter has the wrong shape (for example a repeated query parameter, a duplicated array item, or a form body beyond its bounds of nesting, parameter count or array length).' },
   parameter_invalid_integer: { status: 400, type: 'invalid_request_error', description: 'A parameter must be an integer (within its range, for `limit`). Strings, floats and booleans are refused.' },
   parameter_invalid_string: { status: 400, type: 'invalid_request_error', description: 'A parameter must be a string (within its length limit).' },
   parameter_invalid_boolean: { status: 400, type: 'invalid_request_error', description: 'A parameter must be a boolean.' },
@@ -41,7 +41,7 @@ export const ERROR_CODES = {
   dashboard_action_forbidden: { status: 403, type: 'invalid_request_error', description: 'The queue dashboard refused the action: it came from another origin (`Origin` or `Referer`), or it adds or edits jobs, which the dashboard does not allow. Retry and clean remain available.' },
   idempotency_in_flight: { status: 409, type: 'invalid_request_error', description: 'A request with this idempotency key is still being processed. Retry after a short wait with the same key.' },
   body_too_large: { status: 413, type: 'invalid_request_error', description: 'The request body is larger than 64 KiB.' },
-  content_type_invalid: { status: 415, type: 'invalid_request_error', description: 'Request bodies must be sent with `Content-Type: application/json`.' },
+  content_type_invalid: { status: 415, type: 'invalid_request_error', description: 'Request bodies must be sent with `Content-Type: application/json` or `application/x-www-form-urlencoded`.' },
   rate_limit: { status: 429, type: 'invalid_request_error', description: 'Too many requests for this API key. Wait for the number of seconds in `Retry-After`.' },
   internal_error: { status: 500, type: 'api_error', description: 'An unexpected error on our side. It has been logged with the request id.' },
   service_unavailable: { status: 503, type: 'api_error', description: 'A dependency of the service is unavailable. Retry after `Retry-After` seconds; with an idempotency key a retry is safe.' },
@@ -120,8 +120,8 @@ export const errors = {
     new ApiError('api_key_missing', 'You did not provide an API key. Provide it in the Authorization header, as `Bearer sk_...`.'),
   apiKeyInvalid: () => new ApiError('api_key_invalid', 'Invalid API key provided.'),
   bodyTooLarge: (limit: number) => new ApiError('body_too_large', `The request body is larger than ${limit} bytes.`),
-  contentTypeInvalid: () =>
-    new ApiError('content_type_invalid', 'Request bodies must be JSON, sent with `Content-Type: application/json`.'),
+  contentTypeInvalid: (accepted: readonly string[] = ['application/json', 'application/x-www-form-urlencoded']) =>
+    new ApiError('content_type_invalid', `Request bodies must be sent with \`Content-Type: ${accepted.join('` or `')}\`.`),
   idempotencyKeyInvalid: () =>
     new ApiError('idempotency_key_invalid', 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.'),
   idempotencyKeyReused: () =>

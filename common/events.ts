@@ -29,14 +29,20 @@ export function objectIdOfCreatedEvent(eventId: string): string {
   return `pi_${eventId.slice(eventId.indexOf('_') + 1)}`;
 }
 
-/** The event JSON for a payment intent document, as listed and delivered (no client secret). */
+/**
+ * The event JSON for a payment intent document, byte for byte as listed and
+ * delivered. The intent is presented as a secret key reads it, `client_secret`
+ * included (as Stripe's events and webhooks carry it): a webhook goes to an endpoint
+ * that the key's holder registered, and the listed event and the delivered one stay
+ * one and the same string.
+ */
 export function createdEventJson(doc: Omit<PaymentIntentDoc, 'created_event'>): string {
   return buildEventJson({
     id: createdEventId(doc._id),
     type: PAYMENT_INTENT_CREATED,
     created: doc.created,
     livemode: doc.livemode,
-    object: presentPaymentIntent(doc, { withSecret: false }),
+    object: presentPaymentIntent(doc),
   });
 }
 

@@ -30,14 +30,20 @@ export function canonicalJson(value: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
 }
 
-/** "The same request": same method, same path, same JSON value. */
-export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return fingerprintOf(canonicalRequest(method, path, body));
+/** "The same request": same method, same path, same parsed body (see `canonicalRequest`). */
+export function requestFingerprint(method: string, path: string, body: unknown, encoding: 'json' | 'form' = 'json'): string {
+  return fingerprintOf(canonicalRequest(method, path, body, encoding));
 }
 
-/** What the fingerprint hashes: two requests are the same when these strings are equal. */
-export function canonicalRequest(method: string, path: string, body: unknown): string {
-  return `${method.toUpperCase()} ${path}\n${canonicalJson(body)}`;
+/**
+ * What the fingerprint hashes: two requests are the same when these strings are
+ * equal. The body is compared as parsed, before any coercion, so a form body is
+ * marked as one: its strings mean something else than the same strings in JSON
+ * (`amount=5` is valid, `{"amount": "5"}` is not), and a replay must never answer
+ * a request it does not stand for. A JSON body's string is unchanged by the mark.
+ */
+export function canonicalRequest(method: string, path: string, body: unknown, encoding: 'json' | 'form' = 'json'): string {
+  return `${method.toUpperCase()} ${path}\n${encoding === 'form' ? 'form ' : ''}${canonicalJson(body)}`;
 }
 
 export function fingerprintOf(canonical: string): string {

@@ -5,8 +5,12 @@
 import { fromPairs } from './metadata.js';
 import type { ApiKeyDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
-/** `client_secret` only in the create response (and its idempotent replays). */
-export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event'>, options: { withSecret: boolean }) {
+/**
+ * A payment intent as a secret key reads it: create, retrieve, list and events all
+ * carry `client_secret`, as the seed's field list and Stripe do. `withSecret: false`
+ * is for a reader without the secret key.
+ */
+export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event'>, options: { withSecret?: boolean } = {}) {
   return {
     id: doc._id,
     object: 'payment_intent' as const,
@@ -14,7 +18,7 @@ export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event'
     currency: doc.currency,
     description: doc.description,
     status: doc.status,
-    ...(options.withSecret ? { client_secret: doc.client_secret } : {}),
+    ...(options.withSecret === false ? {} : { client_secret: doc.client_secret }),
     automatic_operator: doc.automatic_operator,
     allowed_operators: doc.allowed_operators,
     selected_operator: doc.selected_operator,

@@ -8,6 +8,7 @@ import { idempotentJobId } from '../../common/idempotency.js';
 import type { IdKind } from '../../common/ids.js';
 import type { JobData, JobName, RequestJobBase } from '../../common/jobs.js';
 import type { AppDeps, Ctx } from '../context.js';
+import type { BodyEncoding } from '../schemas/fields.js';
 import type { IdempotencyStore } from '../idempotency/store.js';
 import type { KeyedRequest } from '../idempotency/keyed-request.js';
 import type { Replay } from '../idempotency/replay-cache.js';
@@ -27,7 +28,7 @@ export interface CreateSpec<N extends JobName<'creates'>, Input> {
   jobName: N;
   idKind: IdKind;
   /** Throws an ApiError on bad input; runs only when there is nothing to replay. */
-  validate: (body: Record<string, unknown>) => Input;
+  validate: (body: Record<string, unknown>, encoding: BodyEncoding) => Input;
   jobData: (base: RequestJobBase, input: Input) => JobData<'creates', N>;
 }
 
@@ -37,16 +38,17 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
   return async (ctx, spec) => {
     const key = ctx.state.key!;
     const body = ctx.state.body ?? {};
+    const encoding = ctx.state.bodyEncoding ?? 'json';
     const idempotencyKey = parseIdempotencyKey(ctx.headers['idempotency-key']);
     let keyed: KeyedRequest | null = null;
     if (idempotencyKey !== null) {
-      keyed = idempotency.describe(key, idempotencyKey, ctx.method, ctx.path, body);
+      keyed = idempotency.describe(key, idempotencyKey, ctx.method, ctx.path, body, encoding);
       const found = await idempotency.lookup(keyed);
       if (found.kind === 'replay') return sendReplay(ctx, found.replay);
     }
 
     rejectQuery(ctx.querystring);
-    const input = spec.validate(body);
+    const input = spec.validate(body, encoding);
 
     let token: string | null = null;
     if (keyed) {

@@ -5,7 +5,7 @@ import type { IdempotencyJobInfo, Scope } from '../../common/jobs.js';
 export interface KeyedRequest {
   /** The scope and key as a plain string: the key of the in-memory replays. */
   memoryKey: string;
-  /** Method, path and canonical body: equal strings mean the same request. */
+  /** Method, path, encoding and canonical body: equal strings mean the same request. */
   canonical: string;
   /** Hashes, computed only when asked for (a replay from memory needs none). */
   readonly info: IdempotencyJobInfo;
@@ -19,8 +19,9 @@ export function describeKeyedRequest(
   method: string,
   path: string,
   body: unknown,
+  encoding: 'json' | 'form' = 'json',
 ): KeyedRequest {
-  const canonical = canonicalRequest(method, path, body);
+  const canonical = canonicalRequest(method, path, body, encoding);
   let info: IdempotencyJobInfo | undefined;
   return {
     memoryKey: `${scope.project}\n${scope.livemode ? 'live' : 'test'}\n${key}`,

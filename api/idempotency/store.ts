@@ -66,9 +66,9 @@ export class IdempotencyStore {
     this.replays = new ReplayCache(deps.now, deps.config.replayCacheBytes);
   }
 
-  describe(scope: Scope, key: string, method: string, path: string, body: unknown): KeyedRequest {
+  describe(scope: Scope, key: string, method: string, path: string, body: unknown, encoding: 'json' | 'form' = 'json'): KeyedRequest {
     const expiresAt = this.deps.now() + this.deps.config.idempotencyTtlMs;
-    return describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt }, scope, key, method, path, body);
+    return describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt }, scope, key, method, path, body, encoding);
   }
 
   /** Before validation: is there a result to replay, or a request in flight? */

@@ -3,25 +3,57 @@ import getRawBody from 'raw-body';
 import { errors } from '../../common/errors.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../common/json-depth.js';
 import type { State } from '../context.js';
+import { parseFormBody } from '../schemas/form-body.js';
+import type { BodyEncoding } from '../schemas/fields.js';
 
 export const BODY_LIMIT = 64 * 1024;
 
+/** The media type without parameters (`; charset=utf-8`), lowercase. */
+function mediaType(contentType: string): string {
+  const semicolon = contentType.indexOf(';');
+  return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
+}
+
 /** `application/json`, any case, with or without parameters (`; charset=utf-8`). */
 export function isJsonType(contentType: string): boolean {
-  const semicolon = contentType.indexOf(';');
-  return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase() === 'application/json';
+  return mediaType(contentType) === 'application/json';
+}
+
+function encodingOf(contentType: string, formAllowed: boolean): BodyEncoding | null {
+  const type = mediaType(contentType);
+  if (type === 'application/json') return 'json';
+  if (formAllowed && type === 'application/x-www-form-urlencoded') return 'form';
+  return null;
+}
+
+function parseJson(text: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw errors.invalidJson((err as Error).message);
+  }
+  if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) throw errors.invalidJson(`it nests deeper than ${MAX_JSON_DEPTH} levels`);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw errors.invalidJson('the body must be a JSON object');
+  }
+  return parsed as Record<string, unknown>;
 }
 
 /**
- * Reads a JSON object body into `ctx.state.body`. An empty body is `{}`. A body
- * needs `Content-Type: application/json`, an explicitly different type is refused
- * even when the body is empty.
+ * Reads the body into `ctx.state.body` and its encoding into `ctx.state.bodyEncoding`:
+ * a JSON object (`application/json`) or, unless `form: false`, a form in Stripe's
+ * bracket notation (`application/x-www-form-urlencoded`). An empty body is `{}`.
+ * Any other declared type is refused even when the body is empty; a body without a
+ * declared type too.
  */
-export function parseJsonBody(): Middleware<State> {
+export function parseBody(options: { form?: boolean } = {}): Middleware<State> {
+  const formAllowed = options.form ?? true;
+  const accepted = formAllowed ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json'];
   return async (ctx, next) => {
     const contentType = ctx.get('Content-Type');
-    const declaredJson = contentType === '' ? null : isJsonType(contentType);
-    if (declaredJson === false) throw errors.contentTypeInvalid();
+    const declared = contentType === '' ? null : encodingOf(contentType, formAllowed);
+    if (contentType !== '' && declared === null) throw errors.contentTypeInvalid(accepted);
     let text: string;
     try {
       text = await getRawBody(ctx.req, { limit: BODY_LIMIT, encoding: 'utf8', length: ctx.get('Content-Length') || undefined });
@@ -31,22 +63,18 @@ export function parseJsonBody(): Middleware<State> {
       if (type === 'encoding.unsupported' || type === 'request.size.invalid') throw errors.invalidJson('the body could not be read');
       throw err;
     }
+    ctx.state.bodyEncoding = declared ?? 'json';
     if (text.trim() === '') {
       ctx.state.body = {};
     } else {
-      if (declaredJson === null) throw errors.contentTypeInvalid();
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (err) {
-        throw errors.invalidJson((err as Error).message);
-      }
-      if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) throw errors.invalidJson(`it nests deeper than ${MAX_JSON_DEPTH} levels`);
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-        throw errors.invalidJson('the body must be a JSON object');
-      }
-      ctx.state.body = parsed as Record<string, unknown>;
+      if (declared === null) throw errors.contentTypeInvalid(accepted);
+      ctx.state.body = declared === 'form' ? parseFormBody(text) : parseJson(text);
     }
     await next();
   };
+}
+
+/** JSON only: the admin API, which no Stripe SDK speaks to. */
+export function parseJsonBody(): Middleware<State> {
+  return parseBody({ form: false });
 }

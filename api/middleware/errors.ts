@@ -5,6 +5,17 @@ import type { AppDeps, State } from '../context.js';
 import { baseUrlOf, JSON_TYPE } from '../respond.js';
 
 /**
+ * `Stripe-Should-Retry`, which Stripe SDKs obey before their own rules: retry a 409
+ * `idempotency_in_flight` and any 503 (the README's advice), never another 4xx. A
+ * recorded 4xx replayed, or answered straight from a create job, is no exception.
+ */
+function shouldRetry(status: number, code: string | undefined): string | null {
+  if (status === 503 || (status === 409 && code === 'idempotency_in_flight')) return 'true';
+  if (status >= 400 && status < 500) return 'false';
+  return null;
+}
+
+/**
  * First in the chain: gives every request its id, renders every error in the
  * contract's envelope, and writes the one log line of the request. Only ApiErrors
  * reach the client as they are; a lost dependency is a 503, anything else a 500
@@ -16,6 +27,7 @@ export function handleErrors(deps: AppDeps): Middleware<State> {
     const requestId = deps.ids.next('request');
     ctx.state.requestId = requestId;
     ctx.set('Request-Id', requestId);
+    let code: string | undefined;
     try {
       await next();
     } catch (err) {
@@ -29,11 +41,14 @@ export function handleErrors(deps: AppDeps): Middleware<State> {
         apiError = errors.internal();
         deps.logger.error({ request_id: requestId, err }, 'unhandled error');
       }
+      code = apiError.code;
       ctx.status = apiError.status;
       ctx.set('Content-Type', JSON_TYPE);
       ctx.body = errorBody(apiError.detail(), requestId, baseUrlOf(deps.config, ctx));
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
     } finally {
+      const retry = shouldRetry(ctx.status, code);
+      if (retry !== null) ctx.set('Stripe-Should-Retry', retry);
       const durationMs = performance.now() - started;
       // Never the raw path: it holds ids, and would make one metric series per object.
       const route = ctx.state.route ?? 'unmatched';

@@ -18,11 +18,12 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
     await create(ctx, {
       jobName: JOBS.createPaymentIntent,
       idKind: 'payment_intent',
-      validate: (body) =>
+      validate: (body, encoding) =>
         parsePaymentIntentCreate(body, {
           operators: deps.config.operators,
           defaultCurrency: deps.config.defaultCurrency,
           now: Math.floor(deps.now() / 1000),
+          encoding,
         }),
       jobData: (base, input) => ({ ...base, input }),
     });
@@ -32,8 +33,9 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
     const query = parseListQuery(new URLSearchParams(ctx.querystring), { idKind: 'payment_intent' });
     const body = await listPage(deps.mongo.collections.paymentIntents, ctx.state.key!, query, {
       url,
-      projection: { client_secret: 0 },
-      present: (doc) => JSON.stringify(presentPaymentIntent(doc, { withSecret: false })),
+      // The stored event is the largest field, and a list of intents does not show it.
+      projection: { created_event: 0 },
+      present: (doc) => JSON.stringify(presentPaymentIntent(doc)),
     });
     sendJson(ctx, body);
   });
@@ -43,6 +45,6 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
     const doc = await findInScope(deps.mongo.collections.paymentIntents, ctx.state.key!, ctx.params.id as string, {
       kind: 'payment_intent',
     });
-    sendJson(ctx, JSON.stringify(presentPaymentIntent(doc, { withSecret: false })));
+    sendJson(ctx, JSON.stringify(presentPaymentIntent(doc)));
   });
 }

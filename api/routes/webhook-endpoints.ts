@@ -22,10 +22,11 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
     await create(ctx, {
       jobName: JOBS.createWebhookEndpoint,
       idKind: 'webhook_endpoint',
-      validate: (body) =>
+      validate: (body, encoding) =>
         parseWebhookEndpointCreate(body, {
           livemode: ctx.state.key!.livemode,
           allowPrivateTargets: deps.config.webhooks.allowPrivateTargets,
+          encoding,
         }),
       jobData: (base, input) => ({ ...base, input }),
     });

@@ -1,5 +1,6 @@
 import { ApiError } from '../../common/errors.js';
 import type { PaymentIntentInput } from '../../common/jobs.js';
+import { typedBody, type BodyEncoding, type BodyFields } from './fields.js';
 import {
   checkBoolean,
   checkInteger,
@@ -21,16 +22,19 @@ export const EXPIRES_MIN_SECONDS = 60;
 export const EXPIRES_MAX_SECONDS = 30 * 86_400;
 export const EXPIRES_DEFAULT_SECONDS = 86_400;
 
-const FIELDS = [
-  'amount',
-  'currency',
-  'description',
-  'metadata',
-  'allowed_operators',
-  'selected_operator',
-  'automatic_operator',
-  'expires_at',
-] as const;
+/** The create body's fields, in contract order (see fields.ts). */
+export const PAYMENT_INTENT_CREATE_FIELDS = {
+  amount: { type: 'integer', required: true },
+  currency: { type: 'string' },
+  description: { type: 'string', nullable: true },
+  metadata: { type: 'metadata' },
+  allowed_operators: { type: 'string_array' },
+  selected_operator: { type: 'string', nullable: true },
+  automatic_operator: { type: 'boolean' },
+  expires_at: { type: 'integer' },
+} as const satisfies BodyFields;
+
+const FIELDS = Object.keys(PAYMENT_INTENT_CREATE_FIELDS);
 
 /** ISO 4217 codes as the runtime knows them, lowercase. */
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency').map((code) => code.toLowerCase()));
@@ -41,6 +45,8 @@ export interface PaymentIntentContext {
   defaultCurrency: string;
   /** Unix seconds. */
   now: number;
+  /** A form body's strings are coerced by field type; JSON is taken as it is. Default `json`. */
+  encoding?: BodyEncoding;
 }
 
 function parseCurrency(value: unknown, fallback: string): string {
@@ -103,11 +109,12 @@ function parseExpiresAt(value: unknown, now: number): number {
 }
 
 /**
- * Validates a create body (already a plain JSON object) and fills in the defaults.
+ * Validates a create body (a parsed JSON object or form) and fills in the defaults.
  * Unknown fields are reported first, then the fields in contract order; the first
  * problem is thrown as an ApiError.
  */
-export function parsePaymentIntentCreate(body: Record<string, unknown>, ctx: PaymentIntentContext): PaymentIntentInput {
+export function parsePaymentIntentCreate(raw: Record<string, unknown>, ctx: PaymentIntentContext): PaymentIntentInput {
+  const body = typedBody(raw, ctx.encoding ?? 'json', PAYMENT_INTENT_CREATE_FIELDS);
   rejectUnknownFields(body, FIELDS);
   const amount = checkInteger(required(fieldOf(body, 'amount'), 'amount'), 'amount', {
     min: MIN_AMOUNT,

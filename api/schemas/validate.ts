@@ -51,7 +51,8 @@ export function rejectUnknownFields(body: Record<string, unknown>, allowed: read
 /**
  * Field checks on the `errors` factories: each takes a client's value and its
  * `param`, and returns the typed value or throws the contract's error. Nothing is
- * coerced: `"12"` is not an integer and `"true"` is not a boolean.
+ * coerced here: `"12"` is not an integer and `"true"` is not a boolean. A form
+ * body's strings are typed before (fields.ts `typedBody`).
  */
 export function checkInteger(
   value: unknown,
@@ -61,7 +62,7 @@ export function checkInteger(
   if (typeof value !== 'number' || !Number.isInteger(value)) {
     throw new ApiError(
       'parameter_invalid_integer',
-      `Invalid integer: ${describeValue(value)}. The ${param} parameter must be a JSON integer (no quotes, no decimals).`,
+      `Invalid integer: ${describeValue(value)}. The ${param} parameter must be a whole number: in JSON a number without quotes or decimals, in a form plain digits.`,
       param,
     );
   }
@@ -76,7 +77,7 @@ export function checkInteger(
 
 export function checkString(value: unknown, param: string): string {
   if (typeof value !== 'string') {
-    throw new ApiError('parameter_invalid_string', `Invalid string: ${describeValue(value)}. The ${param} parameter must be a JSON string.`, param);
+    throw new ApiError('parameter_invalid_string', `Invalid string: ${describeValue(value)}. The ${param} parameter must be a string.`, param);
   }
   return value;
 }

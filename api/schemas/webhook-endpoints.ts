@@ -4,6 +4,7 @@ import { ApiError } from '../../common/errors.js';
 import type { WebhookEndpointInput } from '../../common/jobs.js';
 import { isForbiddenAddress } from '../../common/net.js';
 import { ALL_EVENTS, EVENT_TYPES } from '../../common/events.js';
+import { typedBody, type BodyEncoding, type BodyFields } from './fields.js';
 import {
   checkString,
   codePointLength,
@@ -16,10 +17,17 @@ import {
   required,
 } from './validate.js';
 
-
 export const URL_MAX_LENGTH = 2048;
 
-const FIELDS = ['url', 'enabled_events', 'description', 'metadata'] as const;
+/** The create body's fields, in contract order (see fields.ts). */
+export const WEBHOOK_ENDPOINT_CREATE_FIELDS = {
+  url: { type: 'string', required: true },
+  enabled_events: { type: 'string_array' },
+  description: { type: 'string', nullable: true },
+  metadata: { type: 'metadata' },
+} as const satisfies BodyFields;
+
+const FIELDS = Object.keys(WEBHOOK_ENDPOINT_CREATE_FIELDS);
 
 function urlInvalid(why: string): ApiError {
   return new ApiError('url_invalid', `Invalid url: ${why}.`, 'url');
@@ -85,12 +93,16 @@ function parseEnabledEvents(value: unknown): string[] {
 }
 
 /**
- * Validates a create body (already a plain JSON object) and fills in the defaults.
+ * Validates a create body (a parsed JSON object or form) and fills in the defaults.
  * In live mode the URL must be https. In both modes it must not name localhost or
  * an IP literal that is not public, unless test mode and `allowPrivateTargets`;
  * names are not resolved here (delivery checks the address it connects to).
  */
-export function parseWebhookEndpointCreate(body: Record<string, unknown>, ctx: UrlRules): WebhookEndpointInput {
+export function parseWebhookEndpointCreate(
+  raw: Record<string, unknown>,
+  ctx: UrlRules & { encoding?: BodyEncoding },
+): WebhookEndpointInput {
+  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_CREATE_FIELDS);
   rejectUnknownFields(body, FIELDS);
   const url = parseUrl(fieldOf(body, 'url'), ctx);
   const enabledEvents = parseEnabledEvents(fieldOf(body, 'enabled_events'));

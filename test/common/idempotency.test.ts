@@ -21,6 +21,13 @@ test('the fingerprint covers method, path and body', (t) => {
   t.not(base, requestFingerprint('POST', '/v1/payment_intents', { amount: 2 }));
 });
 
+test('a form body is the same request as the same form, never as JSON of the same parsed value', (t) => {
+  const form = requestFingerprint('POST', '/v1/payment_intents', { amount: '5', metadata: { b: '2', a: '1' } }, 'form');
+  t.is(form, requestFingerprint('POST', '/v1/payment_intents', { metadata: { a: '1', b: '2' }, amount: '5' }, 'form'));
+  t.not(form, requestFingerprint('POST', '/v1/payment_intents', { amount: '5', metadata: { b: '2', a: '1' } }, 'json'));
+  t.is(requestFingerprint('POST', '/v1/payment_intents', { amount: 1 }, 'json'), requestFingerprint('POST', '/v1/payment_intents', { amount: 1 }));
+});
+
 test('the scope hash separates projects and modes', (t) => {
   const key = 'k1';
   const hashes = new Set([

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { MongoClient, type Db } from 'mongodb';
 import { Redis } from 'ioredis';
 import { freePort } from '#scripts/lib/net.mjs';
+import { checkAgainstOpenApi } from './openapi-check.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -238,7 +239,9 @@ export class Service {
     } catch {
       parsed = undefined;
     }
-    return { status: res.status, headers: res.headers, text, body: parsed as T };
+    const answer = { status: res.status, headers: res.headers, text, body: parsed as T };
+    await checkAgainstOpenApi(options.baseUrl ?? this.baseUrl, method, urlPath, answer);
+    return answer;
   }
 
   /** Issues an API key through the admin API. */

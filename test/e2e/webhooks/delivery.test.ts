@@ -75,9 +75,9 @@ test('a delivery is the event JSON, signed: webhook-id is the event id, and one 
   t.regex(headers['user-agent'] as string, /payments-service/);
   t.is(delivery!.method, 'POST');
 
-  const event = verifyWebhook<{ id: string; type: string; data: { object: { id: string; amount: number } } }>(endpoint.secret, headers, body);
+  const event = verifyWebhook<{ id: string; type: string; data: { object: { id: string; amount: number; client_secret: string } } }>(endpoint.secret, headers, body);
   t.like(event, { id: eventId, object: 'event', type: 'payment_intent.created', livemode: false, data: { object: { id: piId, amount: 4242 } } });
-  t.false('client_secret' in event.data.object, 'the event never carries the client secret');
+  t.true(event.data.object.client_secret.startsWith(`${piId}_secret_`), 'the intent as a secret key reads it (DESIGN.md section 8)');
   const stored = await service.request('GET', `/v1/events/${eventId}`, { key });
   t.is(body.toString('utf8'), stored.text, 'the body is the event exactly as the API shows it');
 

@@ -1,0 +1,61 @@
+/**
+ * The fields a request body takes and the type of each. One table per body, read
+ * three times: the names are the only fields accepted (anything else is
+ * `parameter_unknown`), the types coerce a form body's strings, and the OpenAPI
+ * document describes the body from the same table (api/openapi/), so neither can
+ * drift from the parser.
+ */
+
+/** How the body arrived: a JSON object, or a form in Stripe's bracket notation. */
+export type BodyEncoding = 'json' | 'form';
+
+export type FieldType = 'integer' | 'string' | 'boolean' | 'string_array' | 'metadata';
+
+export interface FieldSpec {
+  type: FieldType;
+  /** `null` is a value of the field (and, in a form, so is the empty string). */
+  nullable?: boolean;
+  required?: boolean;
+}
+
+export type BodyFields = Readonly<Record<string, FieldSpec>>;
+
+/** A whole number in plain decimal: no sign but `-`, no exponent, no point, no spaces. */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+function coerceField(value: unknown, spec: FieldSpec): unknown {
+  if (typeof value !== 'string') return value;
+  if (value === '') {
+    if (spec.nullable) return null;
+    // Stripe's way of saying "none": an empty list or map, which the field's check then judges.
+    if (spec.type === 'string_array') return [];
+    if (spec.type === 'metadata') return Object.create(null) as Record<string, never>;
+    return value;
+  }
+  if (spec.type === 'integer' && DECIMAL_INTEGER.test(value)) return Number(value);
+  if (spec.type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
+  return value;
+}
+
+/**
+ * A form body's values are strings; this gives each known field the type its check
+ * expects, when the string is an unambiguous spelling of one: an integer from plain
+ * decimal digits only (`"5e3"`, `"5000.0"`, `"abc"` stay strings and are refused as
+ * integers), a boolean from `true` or `false`, null from the empty string for a
+ * nullable field (`[]` or `{}` for a list or map). Anything else is left as it is,
+ * so the field's check gives the error a JSON body with that value would get.
+ * Unknown fields are left for `rejectUnknownFields`.
+ */
+export function coerceFormBody(body: Record<string, unknown>, fields: BodyFields): Record<string, unknown> {
+  const out = Object.create(null) as Record<string, unknown>;
+  for (const name of Object.keys(body)) {
+    const spec = Object.hasOwn(fields, name) ? fields[name] : undefined;
+    out[name] = spec ? coerceField(body[name], spec) : body[name];
+  }
+  return out;
+}
+
+/** The body as the checks read it: JSON as it is (strict), a form coerced by field type. */
+export function typedBody(body: Record<string, unknown>, encoding: BodyEncoding, fields: BodyFields): Record<string, unknown> {
+  return encoding === 'form' ? coerceFormBody(body, fields) : body;
+}
