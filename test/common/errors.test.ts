@@ -19,10 +19,12 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
     'parameter_missing', 'parameter_invalid', 'parameter_invalid_integer', 'parameter_invalid_string', 'parameter_invalid_boolean',
     'parameter_invalid_empty', 'parameter_out_of_range', 'parameter_unknown', 'parameter_conflict', 'invalid_json', 'url_invalid',
     'currency_invalid', 'operator_invalid', 'event_type_invalid', 'amount_too_small', 'amount_too_large', 'metadata_invalid',
-    'idempotency_key_invalid',
+    'idempotency_key_invalid', 'webhook_endpoint_limit',
   ]],
   [400, 'idempotency_error', ['idempotency_key_reused']],
   [401, 'invalid_request_error', ['api_key_missing', 'api_key_invalid']],
+  // Not the public API's: only the operators' queue dashboard answers it.
+  [403, 'invalid_request_error', ['dashboard_action_forbidden']],
   [404, 'invalid_request_error', ['resource_missing', 'route_not_found']],
   [405, 'invalid_request_error', ['method_not_allowed']],
   [409, 'invalid_request_error', ['idempotency_in_flight']],

@@ -67,7 +67,8 @@ export class Proc {
   }
 
   /** Waits until a line of output matches. */
-  async waitFor(pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+  /** The default is generous: on a loaded two-core machine a process can take tens of seconds to start. */
+  async waitFor(pattern: RegExp, timeoutMs = 60_000): Promise<string> {
     const started = Date.now();
     let seen = 0;
     for (;;) {
