@@ -68,7 +68,7 @@ test('flag off: a test-mode endpoint whose name resolves to loopback is refused 
   const endpoint = await createEndpoint(guarded, key, `http://${name}:${receiver.port}${path}`);
   const { eventId } = await createPaymentIntent(guarded, key);
 
-  const attempts = await waitForAttempts(guarded, key, endpoint.id, 2);
+  const attempts = await waitForAttempts(guarded, key, endpoint.id, 1);
   for (const attempt of attempts) {
     t.like(attempt, { event: eventId, succeeded: false, http_status: null, error: 'address_refused', response_body: null });
   }
