@@ -593,14 +593,15 @@ async function startWithRetries(start, attempts = 3) {
 }
 
 /**
- * Starts redis-server on a free port of 127.0.0.1, data and log in `dir`.
- * persistent: append-only file in `dir`; otherwise nothing is written to disk.
+ * Starts redis-server on a free port of 127.0.0.1 (or on `port`, to restart one),
+ * data and log in `dir`. persistent: append-only file in `dir`; otherwise nothing
+ * is written to disk (an RDB file already in `dir` is still loaded at start-up).
  */
-export async function startRedis({ dir, persistent = false, bin = findRedisServer(), timeoutMs = 30_000 } = {}) {
+export async function startRedis({ dir, persistent = false, port: fixedPort = null, bin = findRedisServer(), timeoutMs = 30_000 } = {}) {
   if (!dir) throw new Error('startRedis: dir is required');
   fs.mkdirSync(dir, { recursive: true });
   const logFile = path.join(dir, 'redis-server.log');
-  return startWithRetries(async (port) => {
+  const start = async (port) => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', path.resolve(dir), '--daemonize', 'no'];
     if (persistent) args.push('--appendonly', 'yes');
     else args.push('--save', '', '--appendonly', 'no');
@@ -612,8 +613,14 @@ export async function startRedis({ dir, persistent = false, bin = findRedisServe
       pid: server.child.pid,
       bin,
       stop: () => server.stop(),
+      /** Sends `signal` (e.g. SIGKILL, a crash) and resolves once the server has exited. */
+      kill: (signal) => {
+        server.child.kill(signal);
+        return server.exited;
+      },
     };
-  });
+  };
+  return fixedPort === null ? startWithRetries(start) : start(fixedPort);
 }
 
 /** Starts FerretDB (SQLite handler, data under `dir`) on a free port of 127.0.0.1. */
