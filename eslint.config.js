@@ -45,7 +45,7 @@ const apiLayers = [
   { files: ['api/handlers/**/*.ts'], patterns: ['routes'].map(sibling) },
   { files: ['api/queries/**/*.ts', 'api/schemas/**/*.ts'], patterns: ['routes', 'handlers', 'middleware', 'idempotency'].map(sibling) },
   { files: ['api/idempotency/**/*.ts'], patterns: ['routes', 'handlers', 'middleware', 'queries'].map(sibling) },
-  { files: ['api/context.ts', 'api/respond.ts', 'api/result-waiter.ts'], patterns: ['routes', 'handlers', 'queries', 'middleware', 'idempotency'].map(child) },
+  { files: ['api/context.ts', 'api/respond.ts', 'api/result-waiter.ts', 'api/admission.ts'], patterns: ['routes', 'handlers', 'queries', 'middleware', 'idempotency'].map(child) },
 ];
 
 const unusedVars = {

@@ -121,6 +121,17 @@ export class IdempotencyStore {
     throw errors.idempotencyInFlight();
   }
 
+  /**
+   * The completed result Redis holds for the key (the worker caches it as it
+   * publishes it), without reading MongoDB: after a wait for a result timed out, in
+   * case its message was missed. Null when there is none yet.
+   */
+  async lookupCached(req: KeyedRequest): Promise<Replay | null> {
+    const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
+    if (entry?.s !== 'done' || entry.fp !== req.info.fingerprint) return null;
+    return { status: entry.status, body: entry.body };
+  }
+
   /** Frees the key for a retry (after a timeout or a failure to enqueue). */
   async release(req: KeyedRequest, token: string): Promise<void> {
     await this.deps.redis.eval(RELEASE_LOCK, 1, req.redisKey, token).catch(() => undefined);
@@ -128,7 +139,6 @@ export class IdempotencyStore {
 
   /**
    * The durable record: after a Redis restart or flush, or once a lock expired.
-   * Also used when a wait for a result times out, in case the result message was lost.
    */
   async lookupDurable(req: KeyedRequest): Promise<Lookup> {
     const c = this.deps.collections;

@@ -12,6 +12,9 @@
  *   document, the same bytes every time; it is cached in Redis for the api's fast
  *   path before the job completes, so a retry with the key replays it byte for byte
  *   even if the api that asked has died.
+ * - An answer found through the key's durable record, an object another request
+ *   made (Redis no longer knew the key: a restart from an old snapshot), is marked
+ *   `replayed`, so the api sends it with `Idempotent-Replayed: true`, as any replay.
  * - Infrastructure faults are thrown, so BullMQ retries the job; they are never
  *   recorded as the request's result.
  */
@@ -78,7 +81,8 @@ export async function runCreate<D extends Stored>(
     const ttl = expiresAt - deps.now();
     if (ttl > 0) answer.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, 200, body, expiresAt), 'PX', ttl);
   }
-  answer.publish(resultsChannel(deps.prefix), JSON.stringify({ jobId, status: 200, body } satisfies CreateResultMessage));
+  const message: CreateResultMessage = { jobId, status: 200, body, ...(found.replayed ? { replayed: true } : {}) };
+  answer.publish(resultsChannel(deps.prefix), JSON.stringify(message));
   failOnReplyError(await answer.exec());
   return { ok: true, id: found.doc._id, status: 200 };
 }
@@ -92,14 +96,14 @@ async function insertOnce<D extends Stored>(
   deps: CreateDeps,
   data: CreateJobCommon,
   spec: CreateSpec<D>,
-): Promise<{ doc: D } | { reused: true }> {
+): Promise<{ doc: D; replayed: boolean } | { reused: true }> {
   const idem = data.idempotency;
   const fresh = spec.build(data.id);
   if (idem) Object.assign(fresh, { idem: idem.scopeHash, idem_fp: idem.fingerprint, idem_expires_at: idem.expiresAt });
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       await spec.collection.insertOne(fresh as Parameters<Collection<D>['insertOne']>[0]);
-      return { doc: fresh };
+      return { doc: fresh, replayed: false };
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
@@ -114,11 +118,12 @@ async function insertOnce<D extends Stored>(
           continue;
         }
         if (holder.idem_fp !== idem.fingerprint) return { reused: true };
-        return { doc: holder };
+        // Another request's object (not this job's own insert, retried): a replay.
+        return { doc: holder, replayed: holder._id !== data.id };
       }
     }
     const same = (await spec.collection.findOne({ _id: data.id } as Filter<D>)) as D | null;
-    if (same) return { doc: same };
+    if (same) return { doc: same, replayed: false };
   }
   throw new Error(`could not insert ${data.id}: duplicate key, yet no document holds it`);
 }
