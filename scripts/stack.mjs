@@ -623,8 +623,11 @@ export async function startRedis({ dir, persistent = false, port: fixedPort = nu
   return fixedPort === null ? startWithRetries(start) : start(fixedPort);
 }
 
-/** Starts FerretDB (SQLite handler, data under `dir`) on a free port of 127.0.0.1. */
-export async function startFerretDB({ dir, bin = findFerretDB(), timeoutMs = 60_000 } = {}) {
+/**
+ * Starts FerretDB (SQLite handler, data under `dir`) on a free port of 127.0.0.1.
+ * debugPort: serve FerretDB's debug handler (Prometheus metrics at /debug/metrics) there.
+ */
+export async function startFerretDB({ dir, bin = findFerretDB(), timeoutMs = 60_000, debugPort = null } = {}) {
   if (!dir) throw new Error('startFerretDB: dir is required');
   const sqliteDir = path.join(path.resolve(dir), 'sqlite');
   fs.mkdirSync(sqliteDir, { recursive: true });
@@ -635,7 +638,7 @@ export async function startFerretDB({ dir, bin = findFerretDB(), timeoutMs = 60_
       `--sqlite-url=file:${sqliteDir}/`,
       '--telemetry=disable',
       `--listen-addr=127.0.0.1:${port}`,
-      '--debug-addr=-',
+      debugPort === null ? '--debug-addr=-' : `--debug-addr=127.0.0.1:${debugPort}`,
       `--state-dir=${path.resolve(dir)}`,
     ];
     const server = spawnServer(bin, args, { logFile, cwd: dir });

@@ -20,6 +20,10 @@ export interface InjectedFault extends PlannedFault {
   startedMs: number;
   /** How long the injection took (a Redis restart: the time Redis was away). */
   tookMs: number;
+  /** A killed process: ms from its replacement's start until it was ready again (null: not within a minute). */
+  backAfterMs?: number | null;
+  /** A rollback: how old the snapshot Redis restarted from was, in ms. */
+  snapshotAgeMs?: number;
   target: string;
   error?: string;
 }
@@ -101,6 +105,8 @@ async function inject(planned: PlannedFault, { fleet, redis }: { fleet: Fleet; r
   const startedMs = Date.now();
   let target = 'redis';
   let error: string | undefined;
+  let backAfterMs: number | null | undefined;
+  let snapshotAgeMs: number | undefined;
   try {
     switch (planned.kind) {
       case 'worker-kill':
@@ -110,6 +116,7 @@ async function inject(planned: PlannedFault, { fleet, redis }: { fleet: Fleet; r
         if (!slot) break;
         target = slot.name;
         await fleet.crash(slot);
+        backAfterMs = await Promise.race([slot.ready(), new Promise<null>((resolve) => setTimeout(() => resolve(null), 60_000))]);
         break;
       }
       case 'redis-restart':
@@ -119,11 +126,20 @@ async function inject(planned: PlannedFault, { fleet, redis }: { fleet: Fleet; r
         await redis?.snapshot();
         break;
       case 'redis-rollback':
+        if (redis?.snapshotMs) snapshotAgeMs = Date.now() - redis.snapshotMs;
         await redis?.rollback();
         break;
     }
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
   }
-  return { ...planned, startedMs, tookMs: Date.now() - startedMs, target, ...(error ? { error } : {}) };
+  return {
+    ...planned,
+    startedMs,
+    tookMs: Date.now() - startedMs,
+    target,
+    ...(backAfterMs !== undefined ? { backAfterMs } : {}),
+    ...(snapshotAgeMs !== undefined ? { snapshotAgeMs } : {}),
+    ...(error ? { error } : {}),
+  };
 }

@@ -38,6 +38,7 @@ function tallyLine(tally: LogTally, line: string): void {
 export class Slot {
   private child: ChildProcess | null = null;
   private exitedPromise: Promise<void> = Promise.resolve();
+  private readyPromise: Promise<number | null> = Promise.resolve(null);
   starts = 0;
   kills = 0;
 
@@ -47,10 +48,22 @@ export class Slot {
     private readonly env: Record<string, string>,
     private readonly logFile: string,
     private readonly tally: LogTally,
+    /** How the process says it is ready to work: a log line (`worker started`), or a URL that answers 200 (`/readyz`). */
+    private readonly readiness: RegExp | string,
   ) {}
+
+  /** Ms from the start of the current process until it logged its ready line; null if it died first. */
+  ready(): Promise<number | null> {
+    return this.readyPromise;
+  }
 
   get running(): boolean {
     return this.child !== null;
+  }
+
+  /** The process now running in this slot, if any. */
+  get pid(): number | null {
+    return this.child?.pid ?? null;
   }
 
   start(): void {
@@ -71,6 +84,33 @@ export class Slot {
     };
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
+    const spawnedAt = Date.now();
+    let exited = false;
+    this.readyPromise = new Promise((resolve) => {
+      child.once('exit', () => {
+        exited = true;
+        resolve(null);
+      });
+      const readiness = this.readiness;
+      if (typeof readiness === 'string') {
+        void (async () => {
+          while (!exited) {
+            const ok = await fetch(readiness, { signal: AbortSignal.timeout(1000) })
+              .then(async (res) => (await res.arrayBuffer(), res.ok))
+              .catch(() => false);
+            if (ok) return resolve(Date.now() - spawnedAt);
+            await sleep(100);
+          }
+        })();
+        return;
+      }
+      const watch = (chunk: Buffer) => {
+        if (!readiness.test(chunk.toString('utf8'))) return;
+        child.stdout?.off('data', watch);
+        resolve(Date.now() - spawnedAt);
+      };
+      child.stdout?.on('data', watch);
+    });
     this.child = child;
     this.exitedPromise = new Promise((resolve) => {
       child.on('exit', () => {
@@ -114,11 +154,19 @@ export class Fleet {
 
   constructor(readonly options: FleetOptions) {
     this.apis = options.apiPorts.map(
-      (port, i) => new Slot(`api${i + 1}`, 'api/main.js', { ...options.env, PORT: String(port) }, path.join(options.logDir, `api${i + 1}.log`), this.tally),
+      (port, i) =>
+        new Slot(
+          `api${i + 1}`,
+          'api/main.js',
+          { ...options.env, PORT: String(port) },
+          path.join(options.logDir, `api${i + 1}.log`),
+          this.tally,
+          `http://127.0.0.1:${port}/readyz`,
+        ),
     );
     this.workers = Array.from(
       { length: options.workers },
-      (_, i) => new Slot(`worker${i + 1}`, 'worker/main.js', options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally),
+      (_, i) => new Slot(`worker${i + 1}`, 'worker/main.js', options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally, /worker started/),
     );
   }
 
@@ -148,10 +196,20 @@ export class Fleet {
     }
   }
 
-  /** Kills the process of `slot` and starts a new one in its place at once. */
-  async crash(slot: Slot): Promise<void> {
-    await slot.kill();
-    slot.start();
+  private readonly crashing = new Map<Slot, Promise<void>>();
+
+  /**
+   * Kills the process of `slot` and starts a new one in its place at once. Crashes of
+   * one slot follow one another: two at once would each start a process, and the
+   * slot would lose track of one.
+   */
+  crash(slot: Slot): Promise<void> {
+    const done = (this.crashing.get(slot) ?? Promise.resolve()).then(async () => {
+      await slot.kill();
+      slot.start();
+    });
+    this.crashing.set(slot, done);
+    return done;
   }
 
   async stopAll(): Promise<void> {

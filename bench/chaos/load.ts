@@ -1,6 +1,6 @@
 /**
  * The clients of a chaos run: keyed creates started at a steady rate, each retried
- * with the same key and body on 409, 503, a connection error or a timeout, with
+ * with the same key and body on 409, 429, 503, a connection error or a timeout, with
  * capped, fully jittered exponential backoff (and never sooner than a Retry-After
  * asks), the way a careful integration retries. Each attempt goes to the next api
  * in turn, as a load balancer without health checks would send it. After its 200, a
@@ -8,7 +8,7 @@
  */
 import { idTime } from '../../common/ids.js';
 
-const RETRYABLE_STATUSES = new Set([409, 503]);
+const RETRYABLE_STATUSES = new Set([409, 429, 503]);
 const BACKOFF_BASE_MS = 200;
 const BACKOFF_CAP_MS = 5000;
 

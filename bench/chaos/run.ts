@@ -17,12 +17,13 @@ import { MongoClient } from 'mongodb';
 import { progress } from '../progress.js';
 import { ROOT } from '../settings.js';
 import { injectFaults, planFaults, seededRandom, type InjectedFault } from './faults.js';
+import { CpuAccount } from './cpu.js';
 import { Fleet } from './fleet.js';
 import { Load } from './load.js';
 import { parseOptions, USAGE, type ChaosOptions } from './options.js';
 import { VerifyingReceiver } from './receiver.js';
 import { logFigures, printReport, requestFigures, writeReport, type ChaosReport } from './report.js';
-import { ControlledRedis, loadStack } from './servers.js';
+import { ControlledRedis, countsSince, ferretCommandCounts, loadStack } from './servers.js';
 import { checkEvents, checkKeys, checkRecovery, checkReplays, eventIdsOf, successSeries } from './verdicts.js';
 
 const TEMP_PREFIX = 'payments-chaos-stack-';
@@ -91,10 +92,15 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   });
 
   let mongoUrl = options.mongoUrl;
+  let ferretDebugUrl: string | null = null;
+  let ferretPid: number | null = null;
   if (!mongoUrl) {
-    const ferret = await stack.startFerretDB({ dir: path.join(dataDir, 'ferretdb') });
+    const [debugPort] = await freePorts(1);
+    ferretDebugUrl = `http://127.0.0.1:${debugPort}`;
+    const ferret = await stack.startFerretDB({ dir: path.join(dataDir, 'ferretdb'), debugPort });
     cleanup.steps.push(() => ferret.stop());
     mongoUrl = ferret.url;
+    ferretPid = ferret.pid;
   }
   let redis: ControlledRedis | null = null;
   let redisUrl = options.redisUrl;
@@ -131,6 +137,8 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     },
   });
   cleanup.steps.push(() => fleet.stopAll());
+  // Whatever way this process ends, its apis and workers end with it.
+  process.once('exit', () => fleet.killAllNow());
   progress(`starting ${options.apis} apis and ${options.workers} workers (logs in ${path.relative(ROOT, logDir)})`);
   fleet.startAll();
   await fleet.waitReady();
@@ -148,6 +156,14 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   progress(
     `load: ${options.rate}/s for ${options.durationS} s; ${plan.length} faults planned (seed ${options.seed}); then up to ${options.settleS} s for stragglers`,
   );
+  const commandsBefore = ferretDebugUrl ? await ferretCommandCounts(ferretDebugUrl).catch(() => null) : null;
+  const account = new CpuAccount(() => [
+    { pid: process.pid, kind: 'tool' },
+    ...(ferretPid ? [{ pid: ferretPid, kind: 'ferretdb' }] : []),
+    ...(redis ? [{ pid: redis.pid, kind: 'redis' }] : []),
+    ...fleet.apis.flatMap((slot) => (slot.pid ? [{ pid: slot.pid, kind: 'api' }] : [])),
+    ...fleet.workers.flatMap((slot) => (slot.pid ? [{ pid: slot.pid, kind: 'worker' }] : [])),
+  ]);
   const startMs = Date.now();
   const giveUpMs = startMs + (options.durationS + options.settleS) * 1000;
   const load = new Load({
@@ -166,6 +182,8 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   // service is blamed for the tool's delays. Reported, so a run can be judged.
   const lag = monitorEventLoopDelay({ resolution: 20 });
   lag.enable();
+  const runLag = monitorEventLoopDelay({ resolution: 20 });
+  runLag.enable();
   let cpu = process.cpuUsage();
   const ticker = setInterval(() => {
     const answered = load.keys.filter((k) => k.answer).length;
@@ -196,6 +214,11 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   progress(`load over after ${Math.round((Date.now() - startMs) / 1000)} s; stopping the processes, then checking`);
   // Before the checks: nothing writes any more, and the database can be dropped safely.
   await fleet.stopAll();
+  const cpuFigures = account.finish();
+  runLag.disable();
+  const toolLag = { p99Ms: Math.round(runLag.percentile(99) / 1e6), maxMs: Math.round(runLag.max / 1e6) };
+  const commandsAfter = ferretDebugUrl && commandsBefore ? await ferretCommandCounts(ferretDebugUrl).catch(() => null) : null;
+  const commands = commandsBefore && commandsAfter ? countsSince(commandsBefore, commandsAfter) : null;
 
   const mongo = new MongoClient(mongoUrl);
   await mongo.connect();
@@ -229,6 +252,9 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
       },
       faults: faults.sort((a, b) => a.atS - b.atS).map((f) => ({ ...f, atS: Math.round(f.atS * 10) / 10 })),
       requests: requestFigures(load.keys),
+      mongoCommands: commands,
+      cpu: cpuFigures,
+      toolLag,
       logs: logFigures(fleet.tally),
       logDir: path.relative(ROOT, logDir),
     };

@@ -14,6 +14,7 @@ import { ROOT } from '../settings.js';
 interface RedisHandle {
   url: string;
   port: number;
+  pid: number;
   stop(): Promise<unknown>;
   kill(signal: NodeJS.Signals): Promise<unknown>;
 }
@@ -22,7 +23,7 @@ interface RedisHandle {
 interface StackModule {
   findRedisServer(): string;
   startRedis(options: { dir: string; persistent?: boolean; port?: number | null; bin?: string }): Promise<RedisHandle>;
-  startFerretDB(options: { dir: string }): Promise<{ url: string; stop(): Promise<unknown> }>;
+  startFerretDB(options: { dir: string; debugPort?: number | null }): Promise<{ url: string; pid: number; stop(): Promise<unknown> }>;
   reapStaleTempStacks(prefix: string): Promise<void>;
 }
 
@@ -35,6 +36,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** A local redis-server on a fixed port, restartable, with snapshots to roll back to. */
 export class ControlledRedis {
   private snapshotFile: string | null = null;
+  /** Epoch ms when the last snapshot was taken (its BGSAVE began). */
+  snapshotMs: number | null = null;
 
   private constructor(
     private readonly stack: StackModule,
@@ -46,17 +49,38 @@ export class ControlledRedis {
   static async start(stack: StackModule, dir: string): Promise<ControlledRedis> {
     const bin = stack.findRedisServer();
     const handle = await stack.startRedis({ dir, persistent: true, bin });
-    return new ControlledRedis(stack, dir, bin, handle);
+    const redis = new ControlledRedis(stack, dir, bin, handle);
+    await redis.configure();
+    return redis;
+  }
+
+  /**
+   * Append-only persistence alone, as production setups that rely on it run: no RDB
+   * save points, so a restart does not write a full snapshot on the way down first.
+   */
+  private async configure(): Promise<void> {
+    const client = new Redis(this.url, { maxRetriesPerRequest: 1 });
+    try {
+      await client.config('SET', 'save', '');
+      await client.config('SET', 'appendonly', 'yes');
+    } finally {
+      client.disconnect();
+    }
   }
 
   get url(): string {
     return this.handle.url;
   }
 
+  get pid(): number {
+    return this.handle.pid;
+  }
+
   /** A clean restart: SIGTERM (Redis writes its append-only file), then start again on the same port. */
   async restart(): Promise<void> {
     await this.handle.stop();
     this.handle = await this.startOnPort(true);
+    await this.configure();
   }
 
   /** Saves the current data set (BGSAVE) to a file the next `rollback` restores. */
@@ -67,12 +91,15 @@ export class ControlledRedis {
       const saves = (info: string) => Number(/rdb_saves:(\d+)/.exec(info)?.[1] ?? NaN);
       const before = saves(await client.info('persistence'));
       // SCHEDULE: if an append-only rewrite is running, the save follows it.
-      await client.call('BGSAVE', 'SCHEDULE');
+      const reply = String(await client.call('BGSAVE', 'SCHEDULE'));
+      const startedMs = Date.now();
       const deadline = Date.now() + 30_000;
       for (;;) {
         const info = await client.info('persistence');
         if (saves(info) > before && /rdb_bgsave_in_progress:0/.test(info)) {
           if (!/rdb_last_bgsave_status:ok/.test(info)) throw new Error('BGSAVE failed');
+          // A scheduled save began later than asked, at the latest when it finished.
+          this.snapshotMs = /scheduled/i.test(reply) ? Date.now() : startedMs;
           break;
         }
         if (Date.now() > deadline) throw new Error('BGSAVE did not finish within 30 s');
@@ -97,12 +124,7 @@ export class ControlledRedis {
     fs.copyFileSync(this.snapshotFile, path.join(this.dir, 'dump.rdb'));
     // With append-only on, Redis would start from the (now missing) AOF and ignore the RDB.
     this.handle = await this.startOnPort(false);
-    const client = new Redis(this.url, { maxRetriesPerRequest: 1 });
-    try {
-      await client.config('SET', 'appendonly', 'yes');
-    } finally {
-      client.disconnect();
-    }
+    await this.configure();
   }
 
   async stop(): Promise<void> {
@@ -122,4 +144,24 @@ export class ControlledRedis {
     }
     throw lastError;
   }
+}
+
+/** FerretDB's count of commands it was sent, by command name (from its debug handler). */
+export async function ferretCommandCounts(debugUrl: string): Promise<Record<string, number>> {
+  const text = await fetch(`${debugUrl}/debug/metrics`, { signal: AbortSignal.timeout(5000) }).then((res) => res.text());
+  const counts: Record<string, number> = {};
+  for (const match of text.matchAll(/^ferretdb_client_requests_total\{[^}]*command="([^"]+)"[^}]*\} (\S+)$/gm)) {
+    counts[match[1] as string] = (counts[match[1] as string] ?? 0) + Number(match[2]);
+  }
+  return counts;
+}
+
+/** What was sent between two readings. */
+export function countsSince(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [command, count] of Object.entries(after)) {
+    const delta = count - (before[command] ?? 0);
+    if (delta > 0) out[command] = delta;
+  }
+  return out;
 }

@@ -57,7 +57,13 @@ export async function checkKeys(db: Db, project: string, keys: KeyRecord[]): Pro
   }
   let duplicated = 0;
   for (const ids of byKey.values()) if (ids.length > 1) duplicated += ids.length - 1;
-  const orphans = docs.filter((d) => !answeredIds.has(d._id)).length;
+  // An orphan belongs to no key of the run, or to a key answered with another object
+  // (an object of a key never answered is counted with the unanswered keys).
+  const answeredKeys = new Set(keys.filter((k) => k.answer).map((k) => k.key));
+  const orphans = docs.filter((d) => {
+    const key = d.metadata.find((pair) => pair.k === 'chaos_key')?.v;
+    return key === undefined || (answeredKeys.has(key) && !answeredIds.has(d._id));
+  }).length;
   const figures: KeyFigures = {
     keys: keys.length,
     answered200: answered,
