@@ -47,7 +47,7 @@ const apiLayers = [
   { files: ['api/idempotency/**/*.ts'], patterns: ['routes', 'handlers', 'middleware', 'queries'].map(sibling) },
   // The OpenAPI document is built from schemas and common, never from what serves it.
   { files: ['api/openapi/**/*.ts'], patterns: ['routes', 'handlers', 'middleware', 'queries', 'idempotency'].map(sibling) },
-  { files: ['api/context.ts', 'api/respond.ts', 'api/result-waiter.ts'], patterns: ['routes', 'handlers', 'queries', 'middleware', 'idempotency'].map(child) },
+  { files: ['api/context.ts', 'api/respond.ts', 'api/result-waiter.ts', 'api/admission.ts'], patterns: ['routes', 'handlers', 'queries', 'middleware', 'idempotency'].map(child) },
 ];
 
 const unusedVars = {

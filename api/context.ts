@@ -8,6 +8,7 @@ import type { Queues } from '../common/jobs.js';
 import type { Logger } from '../common/logger.js';
 import type { ApiKeyDoc } from '../common/documents.js';
 import type { Mongo } from '../common/mongo.js';
+import type { CreateAdmission } from './admission.js';
 import type { ResultWaiter } from './result-waiter.js';
 import type { BodyEncoding } from './schemas/fields.js';
 
@@ -25,6 +26,13 @@ export interface AppDeps {
   ids: IdGenerator;
   /** Epoch ms. */
   now: () => number;
+  /**
+   * False until the process is ready to take creates (its results subscription is
+   * live and MongoDB answered): /readyz answers 503 and creates are refused. Default: always ready.
+   */
+  started?: () => boolean;
+  /** Refuses creates the queue could not serve in time; absent: every create is admitted. */
+  admission?: CreateAdmission;
   /** Extra routers mounted before the 404 handler (dashboard, metrics). */
   extraRouters?: Router[];
   /** Called once per request with its outcome (metrics). */

@@ -1,8 +1,11 @@
 /**
  * Api process: the composition root. Builds the clients, injects them into the app,
- * listens, and shuts down cleanly on SIGTERM: stop accepting connections, let
- * in-flight requests finish (they may be waiting for a create job), then close the
- * clients, each step on its own.
+ * listens at once, then starts up: /healthz answers from the first moment, /readyz
+ * says "starting" (503) until the results subscription is live and MongoDB has
+ * answered, and creates are refused with 503 until then. Slow dependencies never keep
+ * the port closed, and index creation runs in the background. Shuts down cleanly on
+ * SIGTERM: stop accepting connections, let in-flight requests finish (they may be
+ * waiting for a create job), then close the clients, each step on its own.
  */
 import { createServer, type ServerResponse } from 'node:http';
 import { ApiKeyCache } from '../common/api-keys.js';
@@ -10,10 +13,11 @@ import { loadConfig } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
 import { openQueues, revocationsChannel } from '../common/jobs.js';
 import { createLogger, logQueueErrors } from '../common/logger.js';
-import { connectMongo } from '../common/mongo.js';
+import { connect, ensureIndexes, openMongo, untilDone } from '../common/mongo.js';
 import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { createRegistry, httpMetrics, queueDepthMetric } from '../common/metrics.js';
 import { createRedis } from '../common/redis.js';
+import { CreateAdmission } from './admission.js';
 import { createApp } from './app.js';
 import type { AppDeps } from './context.js';
 import { dashboardRouter } from './routes/dashboard.js';
@@ -23,7 +27,7 @@ import { ResultWaiter } from './result-waiter.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'api');
-  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-api');
+  const mongo = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-api');
   const redis = createRedis(config.redisUrl, 'failFast', 'api');
   const subscriber = createRedis(config.redisUrl, 'patient', 'api-subscriber');
   const queueConnection = createRedis(config.redisUrl, 'failFast', 'api-queues');
@@ -39,14 +43,15 @@ async function main(): Promise<void> {
   });
   // While unsubscribed, revocations may be missed: forget every cached key.
   subscriber.on('ready', () => keys.clear());
-  await results.start();
-  await subscriber.subscribe(revocations);
+  let started = false;
+  const admission = new CreateAdmission(queues.creates, { limitMs: config.createAdmissionWaitMs, now });
 
   const registry = createRegistry('api');
   const http = httpMetrics(registry);
   queueDepthMetric(registry, queueList);
   const deps: AppDeps = {
     config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,
+    started: () => started, admission,
     extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList, config.publicBaseUrl)],
     onRequest: (info) => http.observe(info),
   };
@@ -92,6 +97,7 @@ async function main(): Promise<void> {
     const grace = setTimeout(() => server.closeAllConnections(), config.createTimeoutMs + 5000);
     await closed;
     clearTimeout(grace);
+    admission.stop();
     await runShutdownSteps(
       [
         ['results', () => results.close()],
@@ -105,6 +111,25 @@ async function main(): Promise<void> {
     logger.info('api stopped');
     process.exit(0);
   });
+
+  // Start-up, after listening. The patient subscriber waits for Redis by itself.
+  const failed = (what: string) => (err: Error, failures: number) => {
+    if (failures === 1 || failures % 10 === 0) logger.warn({ err: err.message, failures }, `${what}: retrying`);
+  };
+  await Promise.all([
+    results.start(),
+    subscriber.subscribe(revocations),
+    untilDone(async () => {
+      await connect(mongo);
+      await mongo.db.command({ ping: 1 });
+    }, failed('MongoDB not answering')),
+  ]);
+  started = true;
+  admission.start();
+  logger.info('api ready');
+  // Indexes serve queries and guard unique fields (the worker, which inserts, makes
+  // sure of them before it takes jobs); the api never waits for them.
+  void untilDone(() => ensureIndexes(mongo.collections), failed('index check'));
 }
 
 runEntryPoint('api', import.meta.url, main);

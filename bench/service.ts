@@ -165,7 +165,7 @@ export async function startService(mongo: MongoClient, group: string, workerCoun
   try {
     // At LOG_LEVEL=warn neither process prints that it is ready: ask the api, and
     // count the workers BullMQ sees on the creates queue.
-    await waitUntil('the api', api, () => httpOk(`${baseUrl}/healthz`));
+    await waitUntil('the api', api, () => httpOk(`${baseUrl}/readyz`));
     if (workerCount > 0) {
       const queue = new Queue('creates', { connection: { url: settings.redisUrl }, prefix });
       try {

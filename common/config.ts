@@ -17,6 +17,12 @@ export interface Config {
   createBatchWaitMs: number;
   /** How long the api waits for a create job before answering 503 `processing_timeout`. */
   createTimeoutMs: number;
+  /**
+   * Admission control: creates are refused (503 `service_unavailable`) while the
+   * oldest create job in the queue has waited longer than this. Default half of
+   * `createTimeoutMs`; 0 turns it off.
+   */
+  createAdmissionWaitMs: number;
   defaultCurrency: string;
   /** The operator catalog, in catalog order. */
   operators: string[];
@@ -113,6 +119,7 @@ const schema = Joi.object({
   CREATE_BATCH_MAX: Joi.number().integer().min(0).max(1000).default(64),
   CREATE_BATCH_WAIT_MS: Joi.number().integer().min(0).max(10_000).default(4),
   CREATE_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(10_000),
+  CREATE_ADMISSION_WAIT_MS: Joi.number().integer().min(0).max(120_000),
   DEFAULT_CURRENCY: Joi.string().pattern(/^[A-Za-z]{3}$/).default('usd'),
   OPERATORS: Joi.string().pattern(/^[a-z0-9_]+(,[a-z0-9_]+)*$/).default(DEFAULT_OPERATORS.join(',')),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(0).default(500),
@@ -182,6 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     createBatchMax: value.CREATE_BATCH_MAX,
     createBatchWaitMs: value.CREATE_BATCH_WAIT_MS,
     createTimeoutMs: value.CREATE_TIMEOUT_MS,
+    createAdmissionWaitMs: value.CREATE_ADMISSION_WAIT_MS ?? Math.floor(value.CREATE_TIMEOUT_MS / 2),
     defaultCurrency: (value.DEFAULT_CURRENCY as string).toLowerCase(),
     operators,
     rateLimitPerSecond: value.RATE_LIMIT_PER_SECOND,

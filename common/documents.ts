@@ -66,9 +66,11 @@ export interface WebhookEndpointDoc extends IdempotencyFields {
 }
 
 /**
- * The outbox: an event that has subscribers and is not yet dispatched. Inserted
- * after the object, deleted once its delivery jobs are in the queue, so the
- * collection stays small and cheap to read.
+ * The outbox: the durable record of an event's pending deliveries. Inserted after
+ * the object when its scope has endpoints, deleted (in batches) once every delivery
+ * of the event has succeeded or finally failed. So MongoDB, not Redis, says which
+ * work is pending, and the collection holds only pending events: small, and cheap
+ * for the sweeper to read.
  */
 export interface OutboxDoc {
   /** The event id. */
@@ -77,7 +79,7 @@ export interface OutboxDoc {
   livemode: boolean;
   type: string;
   json: string;
-  /** Epoch ms, for the sweeper. */
+  /** Epoch ms of the event (its object's id time): the sweeper's age, and the cut-off for endpoints created later. */
   created_ms: number;
 }
 

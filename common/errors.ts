@@ -140,9 +140,9 @@ export const errors = {
     new ApiError('rate_limit', 'Too many requests hit the API too quickly for this API key.', undefined, {
       'Retry-After': String(retryAfterSeconds),
     }),
-  serviceUnavailable: () =>
+  serviceUnavailable: (retryAfterSeconds = 1) =>
     new ApiError('service_unavailable', 'The service is temporarily unavailable. Please retry shortly.', undefined, {
-      'Retry-After': '1',
+      'Retry-After': String(retryAfterSeconds),
     }),
   processingTimeout: () =>
     new ApiError(

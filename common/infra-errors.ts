@@ -1,6 +1,7 @@
 import {
   MongoNetworkError,
   MongoNotConnectedError,
+  MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
 } from 'mongodb';
@@ -8,8 +9,16 @@ import {
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTCONN']);
 
 /**
- * True for a lost or unreachable Redis or MongoDB: the api answers 503 with
- * `Retry-After`, and a job retries. Such a fault is never a request's result.
+ * FerretDB on SQLite answers a write that waited too long for the database's single
+ * write lock with an InternalError whose message names SQLITE_BUSY ("database is
+ * locked"); SQLITE_LOCKED is its shared-cache cousin. Both are contention, not bugs.
+ */
+const LOCKED = /SQLITE_BUSY|SQLITE_LOCKED|database is locked/;
+
+/**
+ * True for a lost or unreachable Redis or MongoDB, or a database too busy to take a
+ * write: the api answers 503 with `Retry-After`, and a job retries with jittered
+ * backoff. Such a fault is never a request's result.
  */
 export function isInfrastructureError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
@@ -21,6 +30,7 @@ export function isInfrastructureError(err: unknown): boolean {
   ) {
     return true;
   }
+  if (err instanceof MongoServerError && LOCKED.test(err.message)) return true;
   if (err.name === 'MaxRetriesPerRequestError') return true;
   const code = (err as NodeJS.ErrnoException).code;
   if (code && NETWORK_CODES.has(code)) return true;

@@ -25,7 +25,7 @@ export const QUEUES = {
   events: 'events',
   /** One job per (event, endpoint): a signed POST, retried on the schedule. */
   webhooks: 'webhooks',
-  /** Repeatable housekeeping: expired idempotency records, undispatched events. */
+  /** Repeatable housekeeping: expired idempotency records, pending events whose jobs vanished. */
   maintenance: 'maintenance',
 } as const;
 
@@ -34,7 +34,7 @@ export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 export const JOBS = {
   createPaymentIntent: 'payment_intent.create.v1',
   createWebhookEndpoint: 'webhook_endpoint.create.v1',
-  dispatchEvent: 'event.dispatch.v1',
+  dispatchEvent: 'event.dispatch.v2',
   deliverWebhook: 'webhook.deliver.v1',
   sweepIdempotency: 'idempotency.sweep.v1',
   sweepEvents: 'events.sweep.v1',
@@ -116,10 +116,24 @@ export interface CreateResultMessage {
   status: number;
   /** The response body, byte for byte what the first request and every replay get. */
   body: string;
+  /**
+   * The answer is an object another request made before (its key's durable record,
+   * found because Redis no longer knew the key): sent with `Idempotent-Replayed: true`.
+   */
+  replayed?: boolean;
 }
 
+/**
+ * Everything a dispatch needs, so it reads no event from MongoDB (the outbox is
+ * only read by its sweeper). v2: v1 carried the event id alone.
+ */
 export interface DispatchEventData {
   eventId: string;
+  project: string;
+  livemode: boolean;
+  type: string;
+  /** Epoch ms when the event was recorded: endpoints created later do not receive it. */
+  createdMs: number;
 }
 
 /**
@@ -140,14 +154,14 @@ export interface QueueJobs {
     [JOBS.createWebhookEndpoint]: { data: CreateWebhookEndpointData; result: CreateJobResult };
   };
   events: {
-    [JOBS.dispatchEvent]: { data: DispatchEventData; result: { dispatched: boolean; deliveries: number } };
+    [JOBS.dispatchEvent]: { data: DispatchEventData; result: { deliveries: number } };
   };
   webhooks: {
     [JOBS.deliverWebhook]: { data: DeliverWebhookData; result: unknown };
   };
   maintenance: {
     [JOBS.sweepIdempotency]: { data: Record<string, never>; result: { freed: number } };
-    [JOBS.sweepEvents]: { data: Record<string, never>; result: { redispatched: number } };
+    [JOBS.sweepEvents]: { data: Record<string, never>; result: { pending: number; requeued: number; released: number } };
   };
 }
 

@@ -1,5 +1,6 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
-import { MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
+import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document } from 'mongodb';
+import { jitteredBackoff } from './retry.js';
 import type { ApiKeyDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
@@ -27,41 +28,110 @@ export function collections(db: Db): Collections {
 }
 
 /**
- * Connects (the driver reconnects by itself after a restart of the server) and
- * makes sure the indexes exist.
+ * The client and the collections, not connected yet: the driver connects on the
+ * first operation, and reconnects by itself after a restart of the server. For a
+ * process that must start (listen, answer its health checks) before MongoDB answers.
  */
-export async function connectMongo(url: string, dbName: string, appName: string): Promise<Mongo> {
+export function openMongo(url: string, dbName: string, appName: string): Mongo {
   const client = new MongoClient(url, {
     appName,
     serverSelectionTimeoutMS: 3000,
     connectTimeoutMS: 3000,
     maxPoolSize: 50,
   });
-  await client.connect();
   const db = client.db(dbName);
-  const mongo = { client, db, collections: collections(db) };
+  return { client, db, collections: collections(db) };
+}
+
+/** Connects and makes sure the indexes exist: for processes that need MongoDB before anything else. */
+export async function connectMongo(url: string, dbName: string, appName: string): Promise<Mongo> {
+  const mongo = openMongo(url, dbName, appName);
+  await mongo.client.connect();
   await ensureIndexes(mongo.collections);
   return mongo;
 }
 
 /**
+ * Connects, or connects again. The driver reconnects by itself once it has been
+ * connected, but a first connection that fails (MongoDB down or stalled at start-up)
+ * leaves the client closed for good ("Topology is closed") until `connect` is called
+ * again: a start-up step that may fail must begin with this.
+ */
+export async function connect(mongo: Mongo): Promise<void> {
+  await mongo.client.connect();
+}
+
+/**
+ * Runs `step` (connecting, making sure of the indexes) until it succeeds, with
+ * jittered backoff from 250 ms to 5 s, reporting each failure to `onFailure`: a
+ * process started while MongoDB is down or slow waits for it instead of exiting.
+ */
+export async function untilDone(step: () => Promise<unknown>, onFailure: (err: Error, failures: number) => void): Promise<void> {
+  for (let failures = 1; ; failures++) {
+    try {
+      await step();
+      return;
+    } catch (err) {
+      onFailure(err as Error, failures);
+      await new Promise((resolve) => setTimeout(resolve, jitteredBackoff(failures, { baseMs: 250, capMs: 5000 })));
+    }
+  }
+}
+
+interface IndexSpec {
+  collection: Collection;
+  key: Record<string, 1 | -1>;
+  options: CreateIndexesOptions & { name: string };
+}
+
+function index<T extends Document>(collection: Collection<T>, key: Record<string, 1 | -1>, options: IndexSpec['options']): IndexSpec {
+  return { collection: collection as unknown as Collection, key, options };
+}
+
+/**
  * Indexes for every query (scope, then newest first) and the unique `idem` field.
  * FerretDB enforces the unique ones on insert but uses none for queries; MongoDB uses all.
+ *
+ * Only missing indexes are created. Listing is a read; creating one, even one that
+ * exists, is a write on FerretDB and queues behind every other write: a process
+ * restarting under load would wait for its turn for nothing.
  */
 export async function ensureIndexes(c: Collections): Promise<void> {
   const scoped = { project: 1, livemode: 1, _id: -1 } as const;
   // Sparse: only documents created with a key carry `idem`.
   const idem = { name: 'idem', unique: true, sparse: true };
-  await Promise.all([
-    c.paymentIntents.createIndex(scoped, { name: 'scope_id' }),
-    c.paymentIntents.createIndex({ idem: 1 }, idem),
-    c.webhookEndpoints.createIndex(scoped, { name: 'scope_id' }),
-    c.webhookEndpoints.createIndex({ idem: 1 }, idem),
-    c.outbox.createIndex({ created_ms: 1 }, { name: 'age' }),
-    c.apiKeys.createIndex({ hash: 1 }, { name: 'hash', unique: true }),
-    c.apiKeys.createIndex({ project: 1, _id: -1 }, { name: 'project_id' }),
-    c.webhookAttempts.createIndex({ endpoint_id: 1, _id: -1 }, { name: 'endpoint_id' }),
-  ]);
+  const specs = [
+    index(c.paymentIntents, scoped, { name: 'scope_id' }),
+    index(c.paymentIntents, { idem: 1 }, idem),
+    index(c.webhookEndpoints, scoped, { name: 'scope_id' }),
+    index(c.webhookEndpoints, { idem: 1 }, idem),
+    index(c.outbox, { created_ms: 1 }, { name: 'age' }),
+    index(c.apiKeys, { hash: 1 }, { name: 'hash', unique: true }),
+    index(c.apiKeys, { project: 1, _id: -1 }, { name: 'project_id' }),
+    index(c.webhookAttempts, { endpoint_id: 1, _id: -1 }, { name: 'endpoint_id' }),
+  ];
+  const existing = new Map<Collection, Promise<Set<string>>>();
+  const namesOf = (collection: Collection) => {
+    let names = existing.get(collection);
+    if (!names) {
+      names = collection
+        .indexes()
+        .then((list) => new Set(list.map((index) => String(index.name))))
+        .catch((err: unknown) => {
+          // A collection that does not exist yet has no index.
+          if (err instanceof MongoServerError && err.code === 26) return new Set<string>();
+          throw err;
+        });
+      existing.set(collection, names);
+    }
+    return names;
+  };
+  await Promise.all(
+    specs.map(async (spec) => {
+      if ((await namesOf(spec.collection)).has(spec.options.name)) return;
+      await spec.collection.createIndex(spec.key, spec.options);
+    }),
+  );
 }
 
 /** One document's own write error from a batched insert, with its server code. */

@@ -232,12 +232,12 @@ const baseUrl = `http://${host}:${port}`;
 // Wait (a while) for the api to answer before printing where it is.
 const deadline = Date.now() + 30_000;
 let ready = false;
-while (!shuttingDown && Date.now() < deadline && !(ready = await ping(`${baseUrl}/healthz`))) await sleep(250);
+while (!shuttingDown && Date.now() < deadline && !(ready = await ping(`${baseUrl}/readyz`))) await sleep(250);
 
 if (!shuttingDown) {
   const lines = [
     '',
-    `  Payments API     ${baseUrl}${ready ? '' : '   (not answering /healthz yet)'}`,
+    `  Payments API     ${baseUrl}${ready ? '' : '   (not ready yet: see /readyz)'}`,
     `  Test API key     ${testKey ?? '(none: see above)'}`,
     `  Admin token      ${env.ADMIN_TOKEN}`,
     `  Queue dashboard  ${baseUrl}/admin/queues`,

@@ -7,8 +7,9 @@ import { loadConfig, type Config } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
 import { JOBS, openQueue, QUEUES, startTypedWorker, unknownJob } from '../common/jobs.js';
 import { createLogger, logQueueErrors, type Logger } from '../common/logger.js';
-import { connectMongo, type Mongo } from '../common/mongo.js';
+import { connect, ensureIndexes, openMongo, untilDone, type Mongo } from '../common/mongo.js';
 import { createRedis } from '../common/redis.js';
+import { jitteredBackoff } from '../common/retry.js';
 import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { InsertBatcher } from './group-commit.js';
 import { startWorkerMetrics } from './metrics.js';
@@ -19,11 +20,12 @@ import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { deliverWebhook } from './webhooks/deliver.js';
 import { endpointSlots } from './webhooks/endpoint-slots.js';
+import { PendingEvents, settleDelivery } from './webhooks/pending-events.js';
 import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
 
-/** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s. */
-export function cappedBackoff(attemptsMade: number): number {
-  return Math.min(250 * 2 ** Math.max(0, attemptsMade - 1), 10_000);
+/** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s, jittered. */
+export function cappedBackoff(attemptsMade: number, random: () => number = Math.random): number {
+  return jitteredBackoff(attemptsMade, { baseMs: 250, capMs: 10_000, random });
 }
 
 /** The worker's Redis connections, built by the caller like its MongoDB. */
@@ -65,6 +67,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue], logger);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs });
   const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
+  const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
   const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {
     connection: redis.workers,
@@ -100,30 +103,39 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
         case JOBS.sweepIdempotency:
           return sweepIdempotency(collections, now());
         case JOBS.sweepEvents:
-          return sweepEvents({ collections, eventsQueue }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs });
+          return sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs });
         default:
           return unknownJob(job);
       }
     },
     { ...common, concurrency: 1 },
   );
-  await maintenanceQueue.upsertJobScheduler(
-    'idempotency-sweep',
-    { every: config.idempotencySweepMs },
-    { name: JOBS.sweepIdempotency, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
-  );
-  await maintenanceQueue.upsertJobScheduler(
-    'events-sweep',
-    { every: config.webhooks.sweepIntervalMs },
-    { name: JOBS.sweepEvents, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
-  );
+  const schedule = async () => {
+    await maintenanceQueue.upsertJobScheduler(
+      'idempotency-sweep',
+      { every: config.idempotencySweepMs },
+      { name: JOBS.sweepIdempotency, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
+    await maintenanceQueue.upsertJobScheduler(
+      'events-sweep',
+      { every: config.webhooks.sweepIntervalMs },
+      { name: JOBS.sweepEvents, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
+  };
+  await schedule();
+  // A Redis that comes back empty (a failover to a replica without the data) has
+  // lost the schedules too; a reconnect puts them back (upserting is idempotent).
+  const onReconnect = () => {
+    schedule().catch((err: Error) => logger.warn({ err: err.message }, 'could not restore the maintenance schedules'));
+  };
+  redis.queues.on('ready', onReconnect);
 
   const events = startTypedWorker(
     QUEUES.events,
     async (job) => {
       switch (job.name) {
         case JOBS.dispatchEvent:
-          return dispatchEvent({ collections, webhooksQueue, config: config.webhooks }, job);
+          return dispatchEvent({ collections, webhooksQueue, config: config.webhooks, pending }, job);
         default:
           return unknownJob(job);
       }
@@ -138,7 +150,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     async (job, token) => {
       switch (job.name) {
         case JOBS.deliverWebhook:
-          return deliverWebhook({ collections, config: config.webhooks, logger, now, ids, slots }, job, token);
+          return settleDelivery(pending, job, () => deliverWebhook({ collections, config: config.webhooks, logger, now, ids, slots }, job, token));
         default:
           return unknownJob(job);
       }
@@ -157,6 +169,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
 
   return {
     async close() {
+      redis.queues.off('ready', onReconnect);
       // Let active jobs finish, then close the queues; each step on its own.
       await runShutdownSteps(
         [
@@ -165,6 +178,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
           ['webhooks queue', () => webhooksQueue.close()],
           ['maintenance queue', () => maintenanceQueue.close()],
           ['metrics', () => metrics.close()],
+          ['outbox releases', () => pending.close()],
         ],
         logger,
       );
@@ -175,7 +189,18 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker');
-  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-worker');
+  const mongo = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-worker');
+  // Before any job: the unique indexes are what makes an insert idempotent on a key.
+  // Listing them is a read, so a restart under write load does not queue for nothing.
+  await untilDone(
+    async () => {
+      await connect(mongo);
+      await ensureIndexes(mongo.collections);
+    },
+    (err, failures) => {
+      if (failures === 1 || failures % 10 === 0) logger.warn({ err: err.message, failures }, 'MongoDB not ready: retrying');
+    },
+  );
   const redis: WorkerRedis = {
     commands: createRedis(config.redisUrl, 'failFast', 'worker', { autoPipelining: true }),
     queues: createRedis(config.redisUrl, 'patient', 'worker-queues'),

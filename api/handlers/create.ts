@@ -1,6 +1,8 @@
 /**
- * The create path: idempotency key → lookup → validate → lock → enqueue with the
- * pre-generated id → wait for the worker's result → answer with its exact bytes.
+ * The create path: idempotency key → lookup → validate → admission → lock → enqueue
+ * with the pre-generated id → wait for the worker's result → answer with its exact
+ * bytes. Admission (api/admission.ts) refuses at once a create the queue could not
+ * serve before the wait below gives up: nothing is locked, enqueued or recorded.
  */
 import type { JobsOptions } from 'bullmq';
 import { errors } from '../../common/errors.js';
@@ -50,6 +52,11 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     rejectQuery(ctx.querystring);
     const input = spec.validate(body, encoding);
 
+    // Before the process has its results subscription, a result could be missed.
+    if (deps.started && !deps.started()) throw errors.serviceUnavailable();
+    const refusal = deps.admission?.refusal() ?? null;
+    if (refusal !== null) throw errors.serviceUnavailable(refusal);
+
     let token: string | null = null;
     if (keyed) {
       const locked = await idempotency.lock(keyed);
@@ -90,18 +97,33 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
       if (keyed && token && result.status !== 200) await idempotency.release(keyed, token);
       // The key's job may be another request's (this one retried after a timeout with another body).
       if (keyed && !idempotency.answers(keyed, result.fingerprint)) throw errors.idempotencyKeyReused();
+      if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
       sendJson(ctx, result.body, result.status);
       return;
     }
     // No answer in time. The job goes on and records its result; free the key so a
-    // retry attaches to the same job (same job id) instead of getting 409.
+    // retry attaches to the same job (same job id) instead of getting 409. The worker
+    // caches the result in Redis as it publishes it: a missed message is found there,
+    // without a read of MongoDB (which, under load, is what is slow).
     if (keyed && token) {
-      const late = await idempotency.lookupDurable(keyed).catch(() => null);
+      const late = await idempotency.lookupCached(keyed).catch(() => null);
       await idempotency.release(keyed, token);
-      if (late?.kind === 'replay') return sendJson(ctx, late.replay.body, late.replay.status);
+      if (late) {
+        if (answersAnother(late.body, id)) ctx.set('Idempotent-Replayed', 'true');
+        return sendJson(ctx, late.body, late.status);
+      }
     }
     throw errors.processingTimeout();
   };
+}
+
+/** True when a found result is another request's object, not the one this request asked for. */
+function answersAnother(body: string, id: string): boolean {
+  try {
+    return (JSON.parse(body) as { id?: unknown }).id !== id;
+  } catch {
+    return false;
+  }
 }
 
 function sendReplay(ctx: Ctx, replay: Replay): void {

@@ -151,6 +151,18 @@ export class IdempotencyStore {
     return fingerprint === req.info.fingerprint;
   }
 
+  /**
+   * The completed result Redis holds for the key (the worker caches it as it
+   * publishes it), rendered from the stored object: after a wait for a result timed
+   * out, in case its message was missed. Null when there is none yet.
+   */
+  async lookupCached(req: KeyedRequest): Promise<Replay | null> {
+    const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
+    if (entry?.s !== 'done' || entry.fp !== req.info.fingerprint) return null;
+    const body = await this.render(entry.id);
+    return body === null ? null : { status: entry.status, body };
+  }
+
   /** Frees the key for a retry (after a timeout or a failure to enqueue). */
   async release(req: KeyedRequest, token: string): Promise<void> {
     await this.deps.redis.eval(RELEASE_LOCK, 1, req.redisKey, token).catch(() => undefined);
@@ -158,7 +170,6 @@ export class IdempotencyStore {
 
   /**
    * The durable record: after a Redis restart or flush, or once a lock expired.
-   * Also used when a wait for a result times out, in case the result message was lost.
    */
   async lookupDurable(req: KeyedRequest): Promise<Lookup> {
     const c = this.deps.collections;

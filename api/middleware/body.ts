@@ -14,6 +14,22 @@ function mediaType(contentType: string): string {
   return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
 }
 
+/**
+ * The client went away before its body could be read (it gave up waiting, or its
+ * connection dropped): nobody is left to answer. raw-body reports it as
+ * `request.aborted`, or as `stream.not.readable` ("stream is not readable") when the
+ * request was already closed when reading began. Not a fault of ours: logged at
+ * info, never as an error.
+ */
+export class ClientAbortedError extends Error {
+  constructor(reason: string) {
+    super(`client aborted the request: ${reason}`);
+    this.name = 'ClientAbortedError';
+  }
+}
+
+const ABORTED = new Set(['request.aborted', 'stream.not.readable']);
+
 /** `application/json`, any case, with or without parameters (`; charset=utf-8`). */
 export function isJsonType(contentType: string): boolean {
   return mediaType(contentType) === 'application/json';
@@ -59,6 +75,7 @@ export function parseBody(options: { form?: boolean } = {}): Middleware<State> {
       text = await getRawBody(ctx.req, { limit: BODY_LIMIT, encoding: 'utf8', length: ctx.get('Content-Length') || undefined });
     } catch (err) {
       const type = (err as { type?: string }).type;
+      if (type !== undefined && ABORTED.has(type)) throw new ClientAbortedError(type);
       if (type === 'entity.too.large') throw errors.bodyTooLarge(BODY_LIMIT);
       if (type === 'encoding.unsupported' || type === 'request.size.invalid') throw errors.invalidJson('the body could not be read');
       throw err;

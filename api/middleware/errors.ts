@@ -3,6 +3,10 @@ import { ApiError, errorBody, errors } from '../../common/errors.js';
 import { isInfrastructureError } from '../../common/infra-errors.js';
 import type { AppDeps, State } from '../context.js';
 import { baseUrlOf, JSON_TYPE } from '../respond.js';
+import { ClientAbortedError } from './body.js';
+
+/** Logged (and counted) for a request whose client left before it could be answered: nginx's "client closed request". */
+const CLIENT_CLOSED = 499;
 
 /**
  * `Stripe-Should-Retry`, which Stripe SDKs obey before their own rules: retry a 409
@@ -31,6 +35,11 @@ export function handleErrors(deps: AppDeps): Middleware<State> {
     try {
       await next();
     } catch (err) {
+      if (err instanceof ClientAbortedError) {
+        ctx.status = CLIENT_CLOSED;
+        deps.logger.info({ request_id: requestId, reason: err.message }, 'client aborted the request');
+        return;
+      }
       let apiError: ApiError;
       if (err instanceof ApiError) {
         apiError = err;

@@ -52,14 +52,17 @@ export function opsRouter(deps: AppDeps): Router<State> {
     sendJson(ctx, JSON.stringify({ status: 'ok' }));
   });
 
+  // Ready: started (see AppDeps.started) and both dependencies answering now.
   router.get('/readyz', async (ctx) => {
     const [redis, mongodb] = await Promise.all([
       check(() => deps.redis.ping()),
       check(() => deps.mongo.db.command({ ping: 1 })),
     ]);
-    const ready = redis === 'ok' && mongodb === 'ok';
+    const started = deps.started?.() ?? true;
+    const ready = started && redis === 'ok' && mongodb === 'ok';
+    const status = ready ? 'ready' : started ? 'unavailable' : 'starting';
     if (!ready) ctx.set('Retry-After', '1');
-    sendJson(ctx, JSON.stringify({ status: ready ? 'ready' : 'unavailable', checks: { redis, mongodb } }), ready ? 200 : 503);
+    sendJson(ctx, JSON.stringify({ status, checks: { redis, mongodb } }), ready ? 200 : 503);
   });
 
   router.get('/docs/errors', (ctx) => {

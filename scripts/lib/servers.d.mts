@@ -19,6 +19,8 @@ export interface RunningServer {
   readonly running: boolean;
   /** SIGTERM, then SIGKILL after `timeoutMs` (default 10 s); resolves once it has exited. */
   stop(timeoutMs?: number): Promise<ExitInfo>;
+  /** Sends `signal` (SIGKILL: a crash) and resolves once it has exited. */
+  kill(signal: NodeJS.Signals): Promise<ExitInfo>;
 }
 
 export interface ServerOptions {
@@ -32,6 +34,11 @@ export interface ServerOptions {
   timeoutMs?: number;
 }
 
+export interface FerretDBOptions extends ServerOptions {
+  /** Serve FerretDB's debug handler (Prometheus metrics at /debug/metrics) on this port. */
+  debugPort?: number | null;
+}
+
 export interface RedisOptions extends ServerOptions {
   /** Append-only file in `dir`. Default false: nothing is written to disk. */
   persistent?: boolean;
@@ -41,7 +48,7 @@ export interface RedisOptions extends ServerOptions {
 export function startRedis(options: RedisOptions): Promise<RunningServer>;
 
 /** Starts FerretDB on 127.0.0.1 (SQLite handler; data and `ferretdb.log` in `dir`). */
-export function startFerretDB(options: ServerOptions): Promise<RunningServer>;
+export function startFerretDB(options: FerretDBOptions): Promise<RunningServer>;
 
 export interface StackOptions {
   dataDir: string;

@@ -36,13 +36,19 @@ function runningServer(server, { url, port, bin }) {
       return server.exitInfo === null;
     },
     stop: (timeoutMs) => server.stop(timeoutMs),
+    /** Sends `signal` (SIGKILL: a crash) and resolves once the server has exited. */
+    kill: (signal) => {
+      server.child.kill(signal);
+      return server.exited;
+    },
   };
 }
 
 /**
  * Starts redis-server on 127.0.0.1, data and log in `dir`: on `port` (tried
  * once), or else on a free port.
- * persistent: append-only file in `dir`; otherwise nothing is written to disk.
+ * persistent: append-only file in `dir`; otherwise nothing is written to disk (an
+ * RDB file already in `dir` is still loaded at start-up).
  */
 export async function startRedis({ dir, persistent = false, bin = findRedisServer(), port: fixedPort, timeoutMs = 30_000 } = {}) {
   if (!dir) throw new Error('startRedis: dir is required');
@@ -62,8 +68,9 @@ export async function startRedis({ dir, persistent = false, bin = findRedisServe
 /**
  * Starts FerretDB (SQLite handler, data under `dir`) on 127.0.0.1: on `port`
  * (tried once), or else on a free port.
+ * debugPort: serve FerretDB's debug handler (Prometheus metrics at /debug/metrics) there.
  */
-export async function startFerretDB({ dir, bin = findFerretDB(), port: fixedPort, timeoutMs = 60_000 } = {}) {
+export async function startFerretDB({ dir, bin = findFerretDB(), port: fixedPort, timeoutMs = 60_000, debugPort = null } = {}) {
   if (!dir) throw new Error('startFerretDB: dir is required');
   const sqliteDir = path.join(path.resolve(dir), 'sqlite');
   fs.mkdirSync(sqliteDir, { recursive: true });
@@ -74,7 +81,7 @@ export async function startFerretDB({ dir, bin = findFerretDB(), port: fixedPort
       `--sqlite-url=file:${sqliteDir}/`,
       '--telemetry=disable',
       `--listen-addr=127.0.0.1:${port}`,
-      '--debug-addr=-',
+      debugPort === null ? '--debug-addr=-' : `--debug-addr=127.0.0.1:${debugPort}`,
       `--state-dir=${path.resolve(dir)}`,
     ];
     const server = spawnServer(bin, args, { logFile, cwd: dir });

@@ -182,7 +182,7 @@ export class Service {
   async startApi(extraEnv: Record<string, string> = {}): Promise<Proc> {
     if (this.api) this.retired.push(this.api);
     this.api = this.spawn('api', 'api/main.js', extraEnv);
-    await this.api.waitFor(/api listening/);
+    await this.api.waitFor(/api ready/);
     return this.api;
   }
 
@@ -193,12 +193,15 @@ export class Service {
     return worker;
   }
 
-  /** A second api process on its own port, sharing everything else (unless `env` overrides it). */
-  async startExtraApi(env: Record<string, string> = {}): Promise<{ proc: Proc; baseUrl: string }> {
+  /**
+   * A second api process on its own port, sharing everything else (unless `env`
+   * overrides it). Resolves once it logs `until` (by default, that it is ready).
+   */
+  async startExtraApi(env: Record<string, string> = {}, until: RegExp = /api ready/): Promise<{ proc: Proc; baseUrl: string }> {
     const port = await freePort();
     const proc = this.spawn('api-extra', 'api/main.js', { ...env, PORT: String(port) });
     this.retired.push(proc);
-    await proc.waitFor(/api listening/);
+    await proc.waitFor(until);
     return { proc, baseUrl: `http://127.0.0.1:${port}` };
   }
 

@@ -59,7 +59,7 @@ export async function waitForAttempts(service: Service, key: string, endpointId:
   );
 }
 
-/** Waits until the event's delivery jobs are all enqueued (its outbox entry is gone). */
+/** Waits until the event's deliveries are all finished (its outbox entry is gone). */
 export async function waitDispatched(service: Service, eventId: string): Promise<void> {
   const db = await service.db();
   await until(`${eventId} to be dispatched`, async () => {

@@ -1,12 +1,13 @@
 /**
  * Creates a payment intent and its `payment_intent.created` event in one insert (the
  * event is a field of the object's document), idempotent on the id. When the scope
- * has webhook endpoints, an outbox entry is written and a dispatch enqueued, both
- * idempotent on the event id, which is derived from the object id; the sweeper picks
- * up any outbox entry a crash left behind.
+ * has webhook endpoints, an outbox entry is written (the durable record of the
+ * event's pending deliveries) and a dispatch enqueued, both idempotent on the event
+ * id, which is derived from the object id; the sweeper re-drives any outbox entry
+ * whose jobs a crash or a Redis failover lost.
  */
 import type { Job } from 'bullmq';
-import { randomBase62 } from '../../common/ids.js';
+import { idTime, randomBase62 } from '../../common/ids.js';
 import { JOBS, type CreateJobResult, type CreatePaymentIntentData, type TypedQueue } from '../../common/jobs.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import { isDuplicateKey } from '../../common/mongo.js';
@@ -55,12 +56,15 @@ export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<Crea
 async function dispatchCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDoc): Promise<void> {
   const scope = { project: pi.project, livemode: pi.livemode };
   const id = createdEventId(pi._id);
-  // On a retried job the entry may be written again after a dispatch removed it:
+  // The moment of the event is the object's (its id's), the same on every retry:
+  // endpoints created after it do not receive it, whoever dispatches it.
+  const createdMs = idTime(pi._id);
+  // On a retried job the entry may be written again after its deliveries finished:
   // the redispatch finds the delivery jobs by their ids and adds none twice.
   await deps.inserts
-    .insert(deps.collections.outbox, { _id: id, ...scope, type: PAYMENT_INTENT_CREATED, json: pi.created_event, created_ms: deps.now() })
+    .insert(deps.collections.outbox, { _id: id, ...scope, type: PAYMENT_INTENT_CREATED, json: pi.created_event, created_ms: createdMs })
     .catch((err: unknown) => {
       if (!isDuplicateKey(err)) throw err;
     });
-  await deps.eventsQueue.add(JOBS.dispatchEvent, { eventId: id }, { jobId: dispatchJobId(id) });
+  await deps.eventsQueue.add(JOBS.dispatchEvent, { eventId: id, ...scope, type: PAYMENT_INTENT_CREATED, createdMs }, { jobId: dispatchJobId(id) });
 }

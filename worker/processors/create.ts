@@ -15,6 +15,9 @@
  *   again from the stored object, even if the api that asked has died.
  * - The published answer carries the request's fingerprint, so only a request with
  *   the same key and the same fingerprint takes it.
+ * - An answer found through the key's durable record, an object another request
+ *   made (Redis no longer knew the key: a restart from an old snapshot), is marked
+ *   `replayed`, so the api sends it with `Idempotent-Replayed: true`, as any replay.
  * - Infrastructure faults are thrown, so BullMQ retries the job; they are never
  *   recorded as the request's result.
  */
@@ -92,7 +95,7 @@ export async function runCreate<D extends Stored>(
     const ttl = expiresAt - deps.now();
     if (ttl > 0) answer.push(deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, found.doc._id, 200, expiresAt), 'PX', ttl));
   }
-  const message: CreateResultMessage = { jobId, fingerprint: idem?.fingerprint ?? null, status: 200, body };
+  const message: CreateResultMessage = { jobId, fingerprint: idem?.fingerprint ?? null, status: 200, body, ...(found.replayed ? { replayed: true } : {}) };
   answer.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message)));
   await Promise.all(answer);
   return { ok: true, id: found.doc._id, status: 200 };
@@ -102,7 +105,7 @@ async function insertOnce<D extends Stored>(
   deps: CreateDeps,
   data: CreateJobCommon,
   spec: CreateSpec<D>,
-): Promise<{ doc: D } | { reused: true }> {
+): Promise<{ doc: D; replayed: boolean } | { reused: true }> {
   const idem = data.idempotency;
   const fresh = spec.build(data.id);
   if (idem) Object.assign(fresh, { idem: idem.scopeHash, idem_fp: idem.fingerprint, idem_expires_at: idem.expiresAt });
@@ -111,7 +114,7 @@ async function insertOnce<D extends Stored>(
       // The first try joins a group commit; a retry after freeing an expired key goes alone.
       if (attempt === 0) await deps.inserts.insert(spec.collection, fresh);
       else await spec.collection.insertOne(fresh as Parameters<Collection<D>['insertOne']>[0]);
-      return { doc: fresh };
+      return { doc: fresh, replayed: false };
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
@@ -126,11 +129,12 @@ async function insertOnce<D extends Stored>(
           continue;
         }
         if (holder.idem_fp !== idem.fingerprint) return { reused: true };
-        return { doc: holder };
+        // Another request's object (not this job's own insert, retried): a replay.
+        return { doc: holder, replayed: holder._id !== data.id };
       }
     }
     const same = (await spec.collection.findOne({ _id: data.id } as Filter<D>)) as D | null;
-    if (same) return { doc: same };
+    if (same) return { doc: same, replayed: false };
   }
   throw new Error(`could not insert ${data.id}: duplicate key, yet no document holds it`);
 }

@@ -1,10 +1,11 @@
 /**
  * Fans an event out to the endpoints subscribed to it: one delivery job per
  * endpoint that is enabled, in the event's project and mode, subscribed to its type
- * (or to `*`), and created before the dispatch. Delivery job ids are derived from
+ * (or to `*`), and created before the event. Delivery job ids are derived from
  * (event, endpoint), so running the dispatch again (a retry, or the sweeper after a
- * crash) adds no second delivery. The outbox entry is deleted only once every
- * delivery job is in the queue; only the small outbox is read, never the events.
+ * crash) adds no second delivery. The job carries the event, so no event is read
+ * back from MongoDB; the outbox entry stays until the deliveries are finished
+ * (webhooks/pending-events.ts).
  */
 import type { Job, JobsOptions } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
@@ -12,6 +13,7 @@ import { idTime } from '../../common/ids.js';
 import { ALL_EVENTS, deliveryJobId } from '../../common/events.js';
 import { JOBS, type DispatchEventData, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
+import type { PendingEvents } from '../webhooks/pending-events.js';
 import { maxAttempts, WEBHOOK_BACKOFF } from '../webhooks/retry-policy.js';
 
 /**
@@ -26,6 +28,7 @@ export interface DispatchDeps {
   collections: Collections;
   webhooksQueue: TypedQueue<'webhooks'>;
   config: WebhookConfig;
+  pending: PendingEvents;
 }
 
 export function deliveryJobOptions(config: WebhookConfig, eventId: string, endpointId: string): JobsOptions {
@@ -38,32 +41,37 @@ export function deliveryJobOptions(config: WebhookConfig, eventId: string, endpo
   };
 }
 
-export async function dispatchEvent(
-  deps: DispatchDeps,
-  job: Job<DispatchEventData>,
-): Promise<{ dispatched: boolean; deliveries: number }> {
-  const { eventId } = job.data;
-  const c = deps.collections;
-  const event = await c.outbox.findOne({ _id: eventId });
-  if (!event) return { dispatched: false, deliveries: 0 };
-  // The dispatch moment is when the dispatch was asked for; it stays put across retries.
-  const snapshotMs = job.timestamp;
-  const endpoints = await c.webhookEndpoints
+/** The endpoints an event goes to, of those of its scope: the same answer for the dispatch and the sweeper. */
+export function eventTargets<E extends { _id: string; status: string; enabled_events: string[] }>(
+  endpoints: E[],
+  event: { type: string; createdMs: number },
+): E[] {
+  return endpoints.filter(
+    (e) => e.status === 'enabled' && (e.enabled_events.includes(event.type) || e.enabled_events.includes(ALL_EVENTS)) && idTime(e._id) <= event.createdMs,
+  );
+}
+
+export async function dispatchEvent(deps: DispatchDeps, job: Job<DispatchEventData>): Promise<{ deliveries: number }> {
+  const { eventId, project, livemode, type, createdMs } = job.data;
+  const endpoints = await deps.collections.webhookEndpoints
     .find(
-      { project: event.project, livemode: event.livemode, status: 'enabled', enabled_events: { $in: [event.type, ALL_EVENTS] } },
-      { projection: { _id: 1 } },
+      { project, livemode, status: 'enabled', enabled_events: { $in: [type, ALL_EVENTS] } },
+      { projection: { _id: 1, status: 1, enabled_events: 1 } },
     )
     .toArray();
-  const targets = endpoints.filter((e) => idTime(e._id) <= snapshotMs);
-  if (targets.length > 0) {
-    await deps.webhooksQueue.addBulk(
-      targets.map((e) => ({
-        name: JOBS.deliverWebhook as typeof JOBS.deliverWebhook,
-        data: { eventId, endpointId: e._id },
-        opts: deliveryJobOptions(deps.config, eventId, e._id),
-      })),
-    );
+  const targets = eventTargets(endpoints, { type, createdMs });
+  if (targets.length === 0) {
+    deps.pending.release(eventId);
+    return { deliveries: 0 };
   }
-  await c.outbox.deleteOne({ _id: eventId });
-  return { dispatched: true, deliveries: targets.length };
+  // Before the jobs exist, so that no delivery can finish before it is expected.
+  await deps.pending.expect(eventId, targets.map((e) => e._id));
+  await deps.webhooksQueue.addBulk(
+    targets.map((e) => ({
+      name: JOBS.deliverWebhook as typeof JOBS.deliverWebhook,
+      data: { eventId, endpointId: e._id },
+      opts: deliveryJobOptions(deps.config, eventId, e._id),
+    })),
+  );
+  return { deliveries: targets.length };
 }

@@ -1,41 +1,80 @@
 /**
- * The outbox sweeper: re-dispatches events a crash left undispatched (written, but
- * their delivery jobs never enqueued): whatever stayed in the outbox too long. Dispatch is idempotent, so sweeping an event
- * whose dispatch is merely slow costs nothing but a look-up.
+ * The outbox sweeper: MongoDB says which events still have deliveries to finish
+ * (their outbox entries); Redis may have lost the jobs that were doing it (a crash
+ * between the write and the enqueue, a restart from an old snapshot). For each
+ * entry older than `ageMs`, the sweeper works out the event's deliveries again (the
+ * same rule as the dispatch), and:
+ *
+ * - re-enqueues each delivery whose job vanished, under its deterministic job id, so
+ *   sweeping an event whose jobs are merely slow adds nothing;
+ * - releases the entry once every delivery is finished (completed, or failed for
+ *   good), which also covers a release lost with Redis or with a dying process.
+ *
+ * One read of the outbox per sweep; the outbox holds only pending events, so it
+ * stays small, and the read stays cheap even on FerretDB (which scans).
  */
-import { dispatchJobId } from '../../common/events.js';
+import type { WebhookConfig } from '../../common/config.js';
+import type { WebhookEndpointDoc } from '../../common/documents.js';
+import { deliveryJobId } from '../../common/events.js';
 import { JOBS, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
+import type { PendingEvents } from '../webhooks/pending-events.js';
+import { deliveryJobOptions, eventTargets } from './dispatch-event.js';
 
-const BATCH = 500;
+const BATCH = 1000;
+const FINISHED = new Set(['completed', 'failed']);
+
+export interface SweepDeps {
+  collections: Collections;
+  webhooksQueue: TypedQueue<'webhooks'>;
+  config: WebhookConfig;
+  pending: PendingEvents;
+}
+
+type EndpointTargets = Pick<WebhookEndpointDoc, '_id' | 'status' | 'enabled_events'>;
 
 export async function sweepEvents(
-  deps: { collections: Collections; eventsQueue: TypedQueue<'events'> },
+  deps: SweepDeps,
   options: { nowMs: number; ageMs: number },
-): Promise<{ redispatched: number }> {
+): Promise<{ pending: number; requeued: number; released: number }> {
   const stale = await deps.collections.outbox
-    .find({ created_ms: { $lt: options.nowMs - options.ageMs } }, { projection: { _id: 1 } })
+    .find({ created_ms: { $lt: options.nowMs - options.ageMs } })
     .sort({ created_ms: 1 })
     .limit(BATCH)
     .toArray();
-  let redispatched = 0;
-  for (const { _id: eventId } of stale) {
-    const jobId = dispatchJobId(eventId);
-    // A job id is only reusable once its job is gone: a dispatch that is waiting or
-    // running is left alone, one that gave up is retried, a finished one is replaced.
-    const existing = await deps.eventsQueue.getJob(jobId);
-    if (existing) {
-      const state = await existing.getState();
-      if (state === 'failed') {
-        await existing.retry('failed');
-        redispatched++;
-        continue;
-      }
-      if (state !== 'completed' && state !== 'unknown') continue;
-      await existing.remove().catch(() => undefined);
+  const endpointsByScope = new Map<string, Promise<EndpointTargets[]>>();
+  const endpointsOf = (project: string, livemode: boolean) => {
+    const scope = `${livemode ? 'live' : 'test'}:${project}`;
+    let found = endpointsByScope.get(scope);
+    if (!found) {
+      found = deps.collections.webhookEndpoints
+        .find({ project, livemode }, { projection: { _id: 1, status: 1, enabled_events: 1 } })
+        .toArray();
+      endpointsByScope.set(scope, found);
     }
-    await deps.eventsQueue.add(JOBS.dispatchEvent, { eventId }, { jobId, removeOnComplete: true });
-    redispatched++;
+    return found;
+  };
+
+  let requeued = 0;
+  let released = 0;
+  for (const entry of stale) {
+    const targets = eventTargets(await endpointsOf(entry.project, entry.livemode), { type: entry.type, createdMs: entry.created_ms });
+    const states = await Promise.all(targets.map((e) => deps.webhooksQueue.getJobState(deliveryJobId(entry._id, e._id))));
+    const vanished = targets.filter((_, i) => states[i] === 'unknown');
+    if (vanished.length > 0) {
+      await deps.webhooksQueue.addBulk(
+        vanished.map((e) => ({
+          name: JOBS.deliverWebhook as typeof JOBS.deliverWebhook,
+          data: { eventId: entry._id, endpointId: e._id },
+          opts: deliveryJobOptions(deps.config, entry._id, e._id),
+        })),
+      );
+      requeued += vanished.length;
+    } else if (states.every((state) => FINISHED.has(state))) {
+      deps.pending.release(entry._id);
+      released++;
+    }
   }
-  return { redispatched };
+  if (released > 0) await deps.pending.flush();
+  return { pending: stale.length - released, requeued, released };
 }

@@ -36,6 +36,7 @@ import type { Logger } from '../../common/logger.js';
 import type { WebhookAttemptDoc, WebhookEndpointDoc } from '../../common/documents.js';
 import type { Collections } from '../../common/mongo.js';
 import { isForbiddenAddress } from '../../common/net.js';
+import { retryInfrastructure } from '../../common/retry.js';
 import { webhookHeaders } from '../../common/webhooks/sign.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import { postWebhook, type PostResult } from './http.js';
@@ -87,6 +88,13 @@ function outcomeOf(result: PostResult, nowMs: number): Outcome {
   return { http_status: status, error, response_body: body, retryAfterMs, durationMs: result.durationMs };
 }
 
+/**
+ * MongoDB steps of a delivery retry a fault (a lost connection, a locked database)
+ * in place, briefly: failing the job instead would spend one of the delivery's
+ * scheduled attempts, and after the POST, send the event again.
+ */
+const STEP_RETRY = { tries: 4, baseMs: 200, capMs: 2000 };
+
 /** `token` is the worker's lock on the job, needed to move it back to delayed. */
 export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookData>, token?: string): Promise<DeliverResult> {
   const slot = await deps.slots.acquire(job.data.endpointId);
@@ -104,7 +112,7 @@ export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookD
 async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise<DeliverResult> {
   const { eventId, endpointId } = job.data;
   const c = deps.collections;
-  const endpoint = await c.webhookEndpoints.findOne({ _id: endpointId });
+  const endpoint = await retryInfrastructure(() => c.webhookEndpoints.findOne({ _id: endpointId }), STEP_RETRY);
   if (!endpoint) return { delivered: false, skipped: 'endpoint_missing' };
   if (endpoint.status !== 'enabled') return { delivered: false, skipped: 'endpoint_disabled' };
   const event = await loadEvent(c, eventId);
@@ -152,11 +160,17 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise
     succeeded: outcome.error === null,
     response_body: outcome.response_body,
   };
-  await c.webhookAttempts.insertOne(record);
+  await retryInfrastructure(() => c.webhookAttempts.insertOne(record), STEP_RETRY);
 
   const logFields = { event_id: eventId, endpoint_id: endpointId, attempt, http_status: outcome.http_status, error: outcome.error };
   if (outcome.error === null) {
-    await c.webhookEndpoints.updateOne({ _id: endpointId, failing_since: { $ne: null } }, { $set: { failing_since: null } });
+    // Only an endpoint that was failing has a run to clear: no write on the common path.
+    if (endpoint.failing_since !== null) {
+      await retryInfrastructure(
+        () => c.webhookEndpoints.updateOne({ _id: endpointId, failing_since: { $ne: null } }, { $set: { failing_since: null } }),
+        STEP_RETRY,
+      );
+    }
     deps.logger.info({ ...logFields, duration_ms: outcome.durationMs }, 'webhook delivered');
     return { delivered: true, attempt, http_status: outcome.http_status as number };
   }

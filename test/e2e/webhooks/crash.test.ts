@@ -4,7 +4,7 @@
  */
 import test from 'ava';
 import { createdEventId, createdEventJson } from '../../../common/events.js';
-import { IdGenerator, randomBase62, type IdKind } from '../../../common/ids.js';
+import { IdGenerator, idTime, randomBase62, type IdKind } from '../../../common/ids.js';
 import type { OutboxDoc, PaymentIntentDoc } from '../../../common/documents.js';
 import { verifyWebhook } from '../../../common/webhooks/verify.js';
 import { until, withService } from '../../helpers/service.js';
@@ -63,7 +63,7 @@ test('an event written but never dispatched (a crash before the enqueue) is pick
   const db = await service.db();
   await db.collection<PaymentIntentDoc>('payment_intents').insertOne(pi);
   await db.collection<OutboxDoc>('event_outbox').insertOne({
-    _id: id, project, livemode: false, type: 'payment_intent.created', json: pi.created_event, created_ms: Date.now() - 5000,
+    _id: id, project, livemode: false, type: 'payment_intent.created', json: pi.created_event, created_ms: idTime(objectId),
   });
 
   const [delivery] = await receiver.waitFor(path);

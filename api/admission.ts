@@ -1,0 +1,68 @@
+/**
+ * Admission control for creates: a create whose job would wait in the queue longer
+ * than its client waits for it (`CREATE_TIMEOUT_MS`) is refused at once, with 503
+ * `service_unavailable` and `Retry-After`, instead of being accepted, timed out and
+ * retried on top of the backlog. Under a fault that slows the workers, this keeps
+ * the queue short and the retries spread out, so the service recovers as soon as
+ * the fault ends (a retry storm would keep it down).
+ *
+ * The wait is measured cheaply, away from requests: every `intervalMs`, the age of
+ * the oldest job waiting in the creates queue (one list read and one hash read in
+ * Redis). The queue is first in, first out, so a job enqueued now waits about that
+ * long, and longer if the queue is growing. A request only reads the last sample.
+ */
+import type { Queue } from 'bullmq';
+
+export interface AdmissionOptions {
+  /** Creates are refused while the oldest waiting job has waited longer than this; 0 admits everything. */
+  limitMs: number;
+  intervalMs?: number;
+  /** Epoch ms. */
+  now: () => number;
+}
+
+export class CreateAdmission {
+  /** Age of the oldest waiting create at the last sample; 0 when none, or unknown. */
+  private oldestWaitMs = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private sampling = false;
+
+  constructor(
+    private readonly queue: Pick<Queue, 'getWaiting'>,
+    private readonly options: AdmissionOptions,
+  ) {}
+
+  start(): void {
+    if (this.options.limitMs <= 0 || this.timer) return;
+    this.timer = setInterval(() => void this.sample(), this.options.intervalMs ?? 500);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Takes a sample now (also what the timer does). */
+  async sample(): Promise<void> {
+    if (this.sampling) return;
+    this.sampling = true;
+    try {
+      const [oldest] = await this.queue.getWaiting(0, 0);
+      this.oldestWaitMs = oldest ? Math.max(0, this.options.now() - oldest.timestamp) : 0;
+    } catch {
+      // Redis away: the enqueue itself answers 503 then; no stale refusal meanwhile.
+      this.oldestWaitMs = 0;
+    } finally {
+      this.sampling = false;
+    }
+  }
+
+  /** Null when a create may be accepted; else the seconds for `Retry-After`. */
+  refusal(): number | null {
+    const limit = this.options.limitMs;
+    if (limit <= 0 || this.oldestWaitMs <= limit) return null;
+    // Roughly when the backlog over the limit will have drained, if it drains as fast as it grew.
+    return Math.min(10, Math.max(1, Math.ceil((this.oldestWaitMs - limit) / 1000)));
+  }
+}

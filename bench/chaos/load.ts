@@ -1,0 +1,166 @@
+/**
+ * The clients of a chaos run: keyed creates started at a steady rate, each retried
+ * with the same key and body on 409, 429, 503, a connection error or a timeout, with
+ * capped, fully jittered exponential backoff (and never sooner than a Retry-After
+ * asks), the way a careful integration retries. Each attempt goes to the next api
+ * in turn, as a load balancer without health checks would send it. After its 200, a
+ * key may be sent once more, to check the replay.
+ */
+import { idTime } from '../../common/ids.js';
+
+const RETRYABLE_STATUSES = new Set([409, 429, 503]);
+const BACKOFF_BASE_MS = 200;
+const BACKOFF_CAP_MS = 5000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** One request as the client saw it. */
+export interface Attempt {
+  /** Epoch ms when it was sent. */
+  sentMs: number;
+  durationMs: number;
+  /** `200`, `409`, `503 processing_timeout`, `connection refused`, `timeout`… */
+  outcome: string;
+  replayed: boolean;
+}
+
+export interface Answer {
+  /** Epoch ms of the 200. */
+  atMs: number;
+  sentMs: number;
+  id: string;
+  body: string;
+  replayed: boolean;
+}
+
+export interface KeyRecord {
+  key: string;
+  body: string;
+  startedMs: number;
+  attempts: Attempt[];
+  /** The first 200. */
+  answer: Answer | null;
+  /** A non-retryable answer that ended the key (e.g. a 500): the verdict fails. */
+  terminal: string | null;
+  /** The deliberate second request after the 200, if sent. */
+  replay: { attempts: Attempt[]; answer: Answer | null; terminal: string | null } | null;
+}
+
+export interface LoadOptions {
+  apiUrls: string[];
+  apiKey: string;
+  rate: number;
+  durationS: number;
+  requestTimeoutMs: number;
+  replayFraction: number;
+  /** Epoch ms after which nothing is retried any more. */
+  giveUpMs: () => number;
+  random: () => number;
+  runId: string;
+}
+
+function outcomeOfError(err: unknown): string {
+  const e = err as { name?: string; cause?: { code?: string; name?: string } };
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timeout';
+  const code = e.cause?.code ?? e.cause?.name;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return 'connection reset';
+  return `network error ${code ?? ''}`.trim();
+}
+
+export class Load {
+  readonly keys: KeyRecord[] = [];
+  private next = 0;
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(private readonly options: LoadOptions) {}
+
+  /** Starts keys at the rate for the duration; resolves when every key (and replay) is settled. */
+  async run(startMs: number): Promise<void> {
+    const total = Math.round(this.options.rate * this.options.durationS);
+    for (let i = 0; i < total; i++) {
+      const due = startMs + (i * 1000) / this.options.rate;
+      const wait = due - Date.now();
+      if (wait > 0) await sleep(wait);
+      const record: KeyRecord = {
+        key: `chaos-${this.options.runId}-${i}`,
+        body: JSON.stringify({ amount: 1000 + i, currency: 'usd', metadata: { chaos_key: `chaos-${this.options.runId}-${i}` } }),
+        startedMs: Date.now(),
+        attempts: [],
+        answer: null,
+        terminal: null,
+        replay: null,
+      };
+      this.keys.push(record);
+      this.track(this.drive(record));
+    }
+    while (this.running.size > 0) await Promise.all([...this.running]);
+  }
+
+  private track(work: Promise<void>): void {
+    this.running.add(work);
+    void work.finally(() => this.running.delete(work));
+  }
+
+  private async drive(record: KeyRecord): Promise<void> {
+    const first = await this.untilAnswered(record.key, record.body, record.attempts);
+    record.answer = first.answer;
+    record.terminal = first.terminal;
+    if (!first.answer || this.options.random() >= this.options.replayFraction) return;
+    // Spread the replays over the next seconds, so that some cross a fault.
+    await sleep(this.options.random() * 10_000);
+    if (Date.now() > this.options.giveUpMs()) return;
+    const replay = { attempts: [] as Attempt[], answer: null as Answer | null, terminal: null as string | null };
+    record.replay = replay;
+    const second = await this.untilAnswered(record.key, record.body, replay.attempts);
+    replay.answer = second.answer;
+    replay.terminal = second.terminal;
+  }
+
+  private async untilAnswered(key: string, body: string, attempts: Attempt[]): Promise<{ answer: Answer | null; terminal: string | null }> {
+    for (let failures = 0; ; failures++) {
+      const url = this.options.apiUrls[this.next++ % this.options.apiUrls.length] as string;
+      const sentMs = Date.now();
+      let outcome: string;
+      let retryAfterMs = 0;
+      try {
+        const res = await fetch(`${url}/v1/payment_intents`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${this.options.apiKey}`, 'Content-Type': 'application/json', 'Idempotency-Key': key },
+          body,
+          signal: AbortSignal.timeout(this.options.requestTimeoutMs),
+        });
+        const text = await res.text();
+        const replayed = res.headers.get('idempotent-replayed') === 'true';
+        if (res.status === 200) {
+          const atMs = Date.now();
+          attempts.push({ sentMs, durationMs: atMs - sentMs, outcome: '200', replayed });
+          const id = (JSON.parse(text) as { id: string }).id;
+          return { answer: { atMs, sentMs, id, body: text, replayed }, terminal: null };
+        }
+        let code = '';
+        try {
+          code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? '';
+        } catch {
+          // not the error envelope
+        }
+        outcome = `${res.status}${code ? ` ${code}` : ''}`;
+        attempts.push({ sentMs, durationMs: Date.now() - sentMs, outcome, replayed });
+        if (!RETRYABLE_STATUSES.has(res.status)) return { answer: null, terminal: outcome };
+        retryAfterMs = Number(res.headers.get('retry-after') ?? 0) * 1000;
+      } catch (err) {
+        outcome = outcomeOfError(err);
+        attempts.push({ sentMs, durationMs: Date.now() - sentMs, outcome, replayed: false });
+      }
+      const backoff = this.options.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** failures);
+      const delay = Math.max(backoff, Math.min(retryAfterMs, BACKOFF_CAP_MS));
+      if (Date.now() + delay > this.options.giveUpMs()) return { answer: null, terminal: null };
+      await sleep(delay);
+    }
+  }
+}
+
+/** True when the object was made before this request was sent: an answer that must be a replay. */
+export function madeBefore(answer: Answer): boolean {
+  return idTime(answer.id) < answer.sentMs;
+}

@@ -1,0 +1,148 @@
+/**
+ * The chaos run's flags (`npm run chaos -- --help`): its shape (duration, rate,
+ * processes, faults) and where its servers are. Parsed and checked before anything
+ * starts.
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ROOT } from '../settings.js';
+
+export interface ChaosOptions {
+  durationS: number;
+  /** Keyed creates started per second. */
+  rate: number;
+  apis: number;
+  workers: number;
+  /** Seconds of load before the first fault: the pre-fault throughput is measured there. */
+  warmupS: number;
+  /** Redis is restarted from a snapshot this many seconds old; 0: no rollback. */
+  rollbackS: number;
+  redisRestart: boolean;
+  /** [min, max] seconds between worker kills; null: none. */
+  workerKillS: [number, number] | null;
+  apiKillS: [number, number] | null;
+  /** Fraction of keys sent once more after their 200, to check the replay. */
+  replayFraction: number;
+  /** How long keys still unanswered and undelivered events are waited for after the load. */
+  settleS: number;
+  /** Client timeout of one request. */
+  requestTimeoutMs: number;
+  /** Recovery goal: throughput back to `recoveryShare` of the pre-fault rate within `recoveryS`. */
+  recoveryS: number;
+  recoveryShare: number;
+  endpoint: boolean;
+  /** Existing servers; Redis faults need a Redis the run starts itself. */
+  redisUrl: string | null;
+  mongoUrl: string | null;
+  /** Extra environment for every api and worker (`--env NAME=VALUE`). */
+  env: Record<string, string>;
+  out: string;
+  seed: number;
+}
+
+export const USAGE = `npm run chaos -- [flags]
+
+Runs N apis and M workers on throw-away Redis (append-only) and FerretDB (or the
+servers given), a local webhook receiver and one endpoint subscribed to
+payment_intent.created; drives keyed creates while killing processes and failing
+Redis over; then checks what came out and prints a report (JSON in --out).
+
+  --duration S        seconds of load (60)
+  --rate N            keyed creates started per second (50)
+  --apis N            api processes (2)
+  --workers N         worker processes (3)
+  --warmup S          seconds before the first fault (10)
+  --rollback S        restart Redis from a snapshot S seconds old; 0 for none (2)
+  --no-redis-restart  skip the plain Redis restart
+  --worker-kill A-B   SIGKILL a worker every A to B seconds; 0 for none (2-4)
+  --api-kill A-B      SIGKILL an api every A to B seconds; 0 for none (8-12)
+  --replays F         fraction of keys sent again after their 200 (1)
+  --settle S          how long to wait for stragglers after the load (120)
+  --request-timeout MS  client timeout per request (15000)
+  --no-endpoint       no webhook endpoint (creates only)
+  --redis-url URL     use this Redis (no Redis faults then)
+  --mongodb-url URL   use this MongoDB instead of a throw-away FerretDB
+  --env NAME=VALUE    extra environment for every api and worker (repeatable)
+  --out FILE          JSON report (bench/results/chaos.json)
+  --seed N            seed of the fault schedule (random)
+  --help`;
+
+function number(name: string, raw: string | undefined, fallback: number, min = 0): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min) throw new Error(`--${name} must be a number ≥ ${min}, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+function range(name: string, raw: string | undefined, fallback: [number, number]): [number, number] | null {
+  if (raw === undefined) return fallback;
+  if (raw === '0') return null;
+  const match = /^(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?$/.exec(raw);
+  if (!match) throw new Error(`--${name} must be A-B (seconds) or 0, got ${JSON.stringify(raw)}`);
+  const low = Number(match[1]);
+  const high = match[2] === undefined ? low : Number(match[2]);
+  if (low <= 0 || high < low) throw new Error(`--${name}: need 0 < A ≤ B, got ${raw}`);
+  return [low, high];
+}
+
+/** Parses `argv` (without node and the script); throws with a clear message on a bad flag. */
+export function parseOptions(argv: string[]): ChaosOptions | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      duration: { type: 'string' },
+      rate: { type: 'string' },
+      apis: { type: 'string' },
+      workers: { type: 'string' },
+      warmup: { type: 'string' },
+      rollback: { type: 'string' },
+      'no-redis-restart': { type: 'boolean' },
+      'worker-kill': { type: 'string' },
+      'api-kill': { type: 'string' },
+      replays: { type: 'string' },
+      settle: { type: 'string' },
+      'request-timeout': { type: 'string' },
+      'no-endpoint': { type: 'boolean' },
+      'redis-url': { type: 'string' },
+      'mongodb-url': { type: 'string' },
+      env: { type: 'string', multiple: true },
+      out: { type: 'string' },
+      seed: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) return 'help';
+  const env: Record<string, string> = {};
+  for (const pair of values.env ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--env must be NAME=VALUE, got ${JSON.stringify(pair)}`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const options: ChaosOptions = {
+    durationS: number('duration', values.duration, 60, 1),
+    rate: number('rate', values.rate, 50, 0.1),
+    apis: number('apis', values.apis, 2, 1),
+    workers: number('workers', values.workers, 3, 1),
+    warmupS: number('warmup', values.warmup, 10, 1),
+    rollbackS: number('rollback', values.rollback, 2),
+    redisRestart: !values['no-redis-restart'],
+    workerKillS: range('worker-kill', values['worker-kill'], [2, 4]),
+    apiKillS: range('api-kill', values['api-kill'], [8, 12]),
+    replayFraction: number('replays', values.replays, 1),
+    settleS: number('settle', values.settle, 120),
+    requestTimeoutMs: number('request-timeout', values['request-timeout'], 15_000, 100),
+    recoveryS: 10,
+    recoveryShare: 0.8,
+    endpoint: !values['no-endpoint'],
+    redisUrl: values['redis-url'] ?? null,
+    mongoUrl: values['mongodb-url'] ?? null,
+    env,
+    out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'chaos.json')),
+    seed: values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : number('seed', values.seed, 0),
+  };
+  if (options.replayFraction > 1) throw new Error('--replays is a fraction, 0 to 1');
+  if (!Number.isInteger(options.apis) || !Number.isInteger(options.workers)) throw new Error('--apis and --workers are whole numbers');
+  if (options.warmupS >= options.durationS) throw new Error('--warmup must be shorter than --duration');
+  return options;
+}

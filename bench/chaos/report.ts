@@ -1,0 +1,114 @@
+/**
+ * The chaos run's report: the verdicts first, then the figures behind them, printed
+ * as text on stdout and written as JSON.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { CpuFigures } from './cpu.js';
+import type { InjectedFault } from './faults.js';
+import type { LogTally } from './fleet.js';
+import type { KeyRecord } from './load.js';
+import type { ChaosOptions } from './options.js';
+import type { EventFigures, KeyFigures, Recovery, ReplayFigures, Verdict } from './verdicts.js';
+
+export interface ChaosReport {
+  when: string;
+  shape: Omit<ChaosOptions, 'out' | 'env'> & { env: Record<string, string> };
+  pass: boolean;
+  verdicts: Verdict[];
+  keys: KeyFigures;
+  events: EventFigures | null;
+  replays: ReplayFigures;
+  throughput: { baselinePerS: number; recoveries: Recovery[]; perSecond: number[] };
+  faults: InjectedFault[];
+  requests: { total: number; outcomes: Record<string, number>; latencyMs: { p50: number; p99: number; max: number } };
+  /** Commands FerretDB was sent during the run, by name (when the run started FerretDB); includes retries and sweeps. */
+  mongoCommands: Record<string, number> | null;
+  cpu: CpuFigures;
+  /** Event-loop delay of the tool (clients and receiver): a busy tool delays answers it then blames on the service. */
+  toolLag: { p99Ms: number; maxMs: number };
+  logs: Record<string, number>;
+  logDir: string;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+export function requestFigures(keys: KeyRecord[]): ChaosReport['requests'] {
+  const outcomes: Record<string, number> = {};
+  const latencies: number[] = [];
+  let total = 0;
+  for (const record of keys) {
+    for (const attempt of [...record.attempts, ...(record.replay?.attempts ?? [])]) {
+      total++;
+      outcomes[attempt.outcome] = (outcomes[attempt.outcome] ?? 0) + 1;
+      if (attempt.outcome === '200') latencies.push(attempt.durationMs);
+    }
+  }
+  latencies.sort((a, b) => a - b);
+  return { total, outcomes, latencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies.at(-1) ?? 0 } };
+}
+
+/** The log tally, most frequent first, as a plain object. */
+export function logFigures(tally: LogTally, limit = 25): Record<string, number> {
+  return Object.fromEntries([...tally.entries()].sort((a, b) => b[1] - a[1]).slice(0, limit));
+}
+
+export function printReport(report: ChaosReport): string {
+  const lines: string[] = [];
+  const s = report.shape;
+  lines.push(
+    `Chaos run ${report.when}: ${s.durationS} s at ${s.rate}/s, ${s.apis} apis, ${s.workers} workers, ` +
+      `${s.endpoint ? 'one endpoint' : 'no endpoint'}, seed ${s.seed}`,
+  );
+  lines.push('');
+  for (const v of report.verdicts) lines.push(`${v.pass ? 'PASS' : 'FAIL'}  ${v.name}: ${v.detail}`);
+  lines.push('');
+  const byKind = new Map<string, number>();
+  for (const f of report.faults) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
+  lines.push(`Faults: ${[...byKind].map(([k, n]) => `${n} ${k}`).join(', ') || 'none'}`);
+  for (const f of report.faults.filter((f) => f.kind.startsWith('redis') || f.error)) {
+    const age = f.snapshotAgeMs !== undefined ? `, from a snapshot ${(f.snapshotAgeMs / 1000).toFixed(1)} s old` : '';
+    const away = f.kind === 'redis-snapshot' ? ` (took ${f.tookMs} ms)` : ` (away ${f.tookMs} ms${age})`;
+    lines.push(`  ${f.atS.toFixed(1)} s ${f.kind}${away}${f.error ? ` ERROR ${f.error}` : ''}`);
+  }
+  const slow = report.throughput.recoveries.filter((r) => r.recoveredAfterS === null || r.recoveredAfterS > 4);
+  lines.push(`Recovery after each fault (s): ${report.throughput.recoveries.map((r) => `${r.kind}@${r.atS}=${r.recoveredAfterS ?? 'never'}`).join(' ')}`);
+  if (slow.length) lines.push(`  slow: ${slow.map((r) => `${r.kind} ${r.target} at ${r.atS} s: ${r.recoveredAfterS ?? 'never'}`).join('; ')}`);
+  lines.push(`Successes per second: ${report.throughput.perSecond.join(' ')}`);
+  const back = (kind: string) => {
+    const times = report.faults.filter((f) => f.kind === kind && f.backAfterMs !== undefined).map((f) => f.backAfterMs ?? Infinity);
+    if (times.length === 0) return null;
+    times.sort((a, b) => a - b);
+    const show = (ms: number) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(1)} s` : 'never');
+    return `${kind} ready again after median ${show(times[Math.floor(times.length / 2)] as number)}, max ${show(times.at(-1) as number)}`;
+  };
+  const restarts = [back('api-kill'), back('worker-kill')].filter(Boolean);
+  if (restarts.length) lines.push(`Restarts: ${restarts.join('; ')}`);
+  if (report.mongoCommands) {
+    const perCreate = (n: number) => (n / Math.max(1, report.keys.keys)).toFixed(2);
+    const entries = Object.entries(report.mongoCommands).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+    lines.push(`MongoDB commands per key (FerretDB counters, retries and sweeps included): ${entries.map(([c, n]) => `${c} ${perCreate(n)}`).join(', ')}`);
+  }
+  const c = report.cpu;
+  lines.push(
+    `CPU seconds over ${c.wallS} s (capacity ${c.capacity}): ${Object.entries(c.byKind).map(([k, v]) => `${k} ${v}`).join(', ')}; ` +
+      `other processes on the machine ${c.others}; load average ${c.load[0]} → ${c.load[1]}; ` +
+      `the tool's event-loop delay p99 ${report.toolLag.p99Ms} ms, max ${report.toolLag.maxMs} ms`,
+  );
+  const r = report.requests;
+  lines.push(`Requests: ${r.total}; 200 latency p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms, max ${r.latencyMs.max} ms`);
+  lines.push(`  outcomes: ${Object.entries(r.outcomes).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ×${n}`).join(', ')}`);
+  const logs = Object.entries(report.logs);
+  lines.push(`Log lines at warn or worse (api and worker, by message): ${logs.length ? '' : 'none'}`);
+  for (const [message, count] of logs) lines.push(`  ${String(count).padStart(6)}  ${message}`);
+  lines.push(`Logs: ${report.logDir}`);
+  return lines.join('\n');
+}
+
+export function writeReport(report: ChaosReport, file: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+}

@@ -1,0 +1,306 @@
+/**
+ * `npm run chaos`: the fault-injection run (issue 15). Starts N apis and M workers
+ * on a throw-away Redis (append-only) and FerretDB, or on the servers given; a
+ * local receiver verifying webhook signatures, and one endpoint subscribed to
+ * `payment_intent.created`. Then drives keyed creates, kills workers and apis on a
+ * schedule, restarts Redis once and rolls it back once, waits for stragglers, and
+ * checks the verdicts (verdicts.ts). Prints the report and writes it as JSON; exits
+ * 1 when a verdict failed, 2 when the run itself could not run.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Queue } from 'bullmq';
+import { MongoClient } from 'mongodb';
+import { progress } from '../progress.js';
+import { ROOT } from '../settings.js';
+import { injectFaults, planFaults, seededRandom, type InjectedFault } from './faults.js';
+import { CpuAccount } from './cpu.js';
+import { Fleet } from './fleet.js';
+import { Load } from './load.js';
+import { parseOptions, USAGE, type ChaosOptions } from './options.js';
+import { VerifyingReceiver } from './receiver.js';
+import { logFigures, printReport, requestFigures, writeReport, type ChaosReport } from './report.js';
+import { ControlledRedis, countsSince, ferretCommandCounts, loadStack } from './servers.js';
+import { checkEvents, checkKeys, checkRecovery, checkReplays, eventIdsOf, successSeries } from './verdicts.js';
+
+const TEMP_PREFIX = 'payments-chaos-stack-';
+const PROJECT = 'chaos';
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+interface Cleanup {
+  steps: Array<() => Promise<unknown>>;
+}
+
+async function freePorts(n: number): Promise<number[]> {
+  const { createServer } = await import('node:net');
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<import('node:net').Server>((resolve) => {
+      const server = createServer();
+      server.listen(0, '127.0.0.1', () => resolve(server));
+    })),
+  );
+  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
+}
+
+async function post(url: string, token: string, body: unknown, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(15_000),
+    }).catch(() => null);
+    const text = res ? await res.text() : '';
+    if (res?.status === 200) return JSON.parse(text) as Record<string, unknown>;
+    if (attempt >= 20) throw new Error(`POST ${url}: ${res?.status ?? 'no answer'} ${text}`);
+    await sleep(500);
+  }
+}
+
+async function waitForWorkers(redisUrl: string, prefix: string, count: number, timeoutMs = 120_000): Promise<void> {
+  const queue = new Queue('creates', { connection: { url: redisUrl }, prefix });
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while ((await queue.getWorkersCount()) < count) {
+      if (Date.now() > deadline) throw new Error(`${count} workers did not start within ${timeoutMs / 1000} s`);
+      await sleep(200);
+    }
+  } finally {
+    await queue.close();
+  }
+}
+
+async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport> {
+  const stack = await loadStack();
+  await stack.reapStaleTempStacks(TEMP_PREFIX);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), TEMP_PREFIX));
+  const logDir = path.join(path.dirname(options.out), 'chaos-logs');
+  fs.rmSync(logDir, { recursive: true, force: true });
+  fs.mkdirSync(logDir, { recursive: true });
+  cleanup.steps.push(async () => {
+    // The servers' own logs go with the processes' logs; the data goes.
+    for (const [server, file] of [['redis', 'redis-server.log'], ['ferretdb', 'ferretdb.log']]) {
+      const from = path.join(dataDir, server as string, file as string);
+      if (fs.existsSync(from)) fs.copyFileSync(from, path.join(logDir, file as string));
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  let mongoUrl = options.mongoUrl;
+  let ferretDebugUrl: string | null = null;
+  let ferretPid: number | null = null;
+  if (!mongoUrl) {
+    const [debugPort] = await freePorts(1);
+    ferretDebugUrl = `http://127.0.0.1:${debugPort}`;
+    const ferret = await stack.startFerretDB({ dir: path.join(dataDir, 'ferretdb'), debugPort });
+    cleanup.steps.push(() => ferret.stop());
+    mongoUrl = ferret.url;
+    ferretPid = ferret.pid;
+  }
+  let redis: ControlledRedis | null = null;
+  let redisUrl = options.redisUrl;
+  if (!redisUrl) {
+    redis = await ControlledRedis.start(stack, path.join(dataDir, 'redis'));
+    const started = redis;
+    cleanup.steps.push(() => started.stop());
+    redisUrl = redis.url;
+  } else {
+    progress('an existing Redis was given: no Redis restart, no rollback');
+  }
+
+  const receiver = await VerifyingReceiver.start();
+  cleanup.steps.push(() => receiver.close());
+  const runId = randomBytes(4).toString('hex');
+  const adminToken = randomBytes(24).toString('hex');
+  const prefix = `chaos_${runId}`;
+  const dbName = `chaos_${runId}`;
+  const fleet = new Fleet({
+    apis: options.apis,
+    workers: options.workers,
+    apiPorts: await freePorts(options.apis),
+    logDir,
+    env: {
+      REDIS_URL: redisUrl,
+      MONGODB_URL: mongoUrl,
+      MONGODB_DB: dbName,
+      QUEUE_PREFIX: prefix,
+      ADMIN_TOKEN: adminToken,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      ...options.env,
+    },
+  });
+  cleanup.steps.push(() => fleet.stopAll());
+  // Whatever way this process ends, its apis and workers end with it.
+  process.once('exit', () => fleet.killAllNow());
+  progress(`starting ${options.apis} apis and ${options.workers} workers (logs in ${path.relative(ROOT, logDir)})`);
+  fleet.startAll();
+  await fleet.waitReady();
+  await waitForWorkers(redisUrl, prefix, options.workers);
+
+  const apiUrl = fleet.apiUrls[0] as string;
+  const key = (await post(`${apiUrl}/admin/v1/api_keys`, adminToken, { project: PROJECT, livemode: false })).secret as string;
+  if (options.endpoint) {
+    const endpoint = await post(`${apiUrl}/v1/webhook_endpoints`, key, { url: receiver.url, enabled_events: ['payment_intent.created'] }, { 'Idempotency-Key': `endpoint-${runId}` });
+    receiver.secret = endpoint.secret as string;
+  }
+
+  const random = seededRandom(options.seed);
+  const plan = planFaults({ ...options, redisFaults: redis !== null }, random);
+  progress(
+    `load: ${options.rate}/s for ${options.durationS} s; ${plan.length} faults planned (seed ${options.seed}); then up to ${options.settleS} s for stragglers`,
+  );
+  const commandsBefore = ferretDebugUrl ? await ferretCommandCounts(ferretDebugUrl).catch(() => null) : null;
+  const account = new CpuAccount(() => [
+    { pid: process.pid, kind: 'tool' },
+    ...(ferretPid ? [{ pid: ferretPid, kind: 'ferretdb' }] : []),
+    ...(redis ? [{ pid: redis.pid, kind: 'redis' }] : []),
+    ...fleet.apis.flatMap((slot) => (slot.pid ? [{ pid: slot.pid, kind: 'api' }] : [])),
+    ...fleet.workers.flatMap((slot) => (slot.pid ? [{ pid: slot.pid, kind: 'worker' }] : [])),
+  ]);
+  const startMs = Date.now();
+  const giveUpMs = startMs + (options.durationS + options.settleS) * 1000;
+  const load = new Load({
+    apiUrls: fleet.apiUrls,
+    apiKey: key,
+    rate: options.rate,
+    durationS: options.durationS,
+    requestTimeoutMs: options.requestTimeoutMs,
+    replayFraction: options.replayFraction,
+    giveUpMs: () => giveUpMs,
+    random: Math.random,
+    runId,
+  });
+  const faults: InjectedFault[] = [];
+  // The clients and the receiver share this process: if its own event loop lags, the
+  // service is blamed for the tool's delays. Reported, so a run can be judged.
+  const lag = monitorEventLoopDelay({ resolution: 20 });
+  lag.enable();
+  const runLag = monitorEventLoopDelay({ resolution: 20 });
+  runLag.enable();
+  let cpu = process.cpuUsage();
+  const ticker = setInterval(() => {
+    const answered = load.keys.filter((k) => k.answer).length;
+    const t = Math.round((Date.now() - startMs) / 1000);
+    const used = process.cpuUsage(cpu);
+    cpu = process.cpuUsage();
+    progress(
+      `t=${t}s keys ${load.keys.length} answered ${answered}; faults ${faults.length}; events received ${receiver.verified.size}; ` +
+        `tool cpu ${Math.round((used.user + used.system) / 50_000)}% lag p99 ${Math.round(lag.percentile(99) / 1e6)} ms max ${Math.round(lag.max / 1e6)} ms; load ${os.loadavg()[0]?.toFixed(1)}`,
+    );
+    lag.reset();
+  }, 5000);
+  try {
+    await Promise.all([
+      load.run(startMs),
+      injectFaults(plan, startMs, { fleet, redis }, random, (fault) => {
+        faults.push(fault);
+        if (fault.kind.startsWith('redis') || fault.error) progress(`${fault.kind} at ${fault.atS.toFixed(1)} s took ${fault.tookMs} ms${fault.error ? `: ${fault.error}` : ''}`);
+      }),
+    ]);
+    const expected = eventIdsOf(load.keys);
+    if (options.endpoint) {
+      while (expected.some((id) => !receiver.verified.has(id)) && Date.now() < giveUpMs) await sleep(250);
+    }
+  } finally {
+    clearInterval(ticker);
+  }
+  progress(`load over after ${Math.round((Date.now() - startMs) / 1000)} s; stopping the processes, then checking`);
+  // Before the checks: nothing writes any more, and the database can be dropped safely.
+  await fleet.stopAll();
+  const cpuFigures = account.finish();
+  runLag.disable();
+  const toolLag = { p99Ms: Math.round(runLag.percentile(99) / 1e6), maxMs: Math.round(runLag.max / 1e6) };
+  const commandsAfter = ferretDebugUrl && commandsBefore ? await ferretCommandCounts(ferretDebugUrl).catch(() => null) : null;
+  const commands = commandsBefore && commandsAfter ? countsSince(commandsBefore, commandsAfter) : null;
+
+  const mongo = new MongoClient(mongoUrl);
+  await mongo.connect();
+  let report: ChaosReport;
+  try {
+    const db = mongo.db(dbName);
+    const keys = await checkKeys(db, PROJECT, load.keys);
+    const outboxLeft = await db.collection('event_outbox').countDocuments({});
+    const events = options.endpoint ? checkEvents(load.keys, receiver, outboxLeft) : null;
+    const replays = checkReplays(load.keys);
+    const recovery = checkRecovery(load.keys, faults, {
+      startMs,
+      warmupS: options.warmupS,
+      recoveryS: options.recoveryS,
+      share: options.recoveryShare,
+    });
+    const verdicts = [keys.verdict, ...(events ? [events.verdict] : []), replays.verdict, recovery.verdict];
+    const { out: _out, ...shape } = options;
+    report = {
+      when: new Date(startMs).toISOString(),
+      shape,
+      pass: verdicts.every((v) => v.pass),
+      verdicts,
+      keys: keys.figures,
+      events: events?.figures ?? null,
+      replays: replays.figures,
+      throughput: {
+        baselinePerS: Math.round(recovery.baselinePerS * 10) / 10,
+        recoveries: recovery.recoveries,
+        perSecond: successSeries(load.keys, startMs, 1000, options.durationS + 10),
+      },
+      faults: faults.sort((a, b) => a.atS - b.atS).map((f) => ({ ...f, atS: Math.round(f.atS * 10) / 10 })),
+      requests: requestFigures(load.keys),
+      mongoCommands: commands,
+      cpu: cpuFigures,
+      toolLag,
+      logs: logFigures(fleet.tally),
+      logDir: path.relative(ROOT, logDir),
+    };
+    if (mongoUrl !== options.mongoUrl) await db.dropDatabase().catch(() => undefined);
+  } finally {
+    await mongo.close();
+  }
+  return report;
+}
+
+async function main(): Promise<number> {
+  let options: ChaosOptions | 'help';
+  try {
+    options = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (options === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const cleanup: Cleanup = { steps: [] };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      progress(`${signal}: stopping`);
+      setTimeout(() => process.exit(130), 20_000).unref();
+      void runCleanup(cleanup).finally(() => process.exit(130));
+    });
+  }
+  try {
+    const report = await run(options, cleanup);
+    writeReport(report, options.out);
+    process.stdout.write(`${printReport(report)}\nJSON: ${path.relative(process.cwd(), options.out)}\n`);
+    return report.pass ? 0 : 1;
+  } catch (err) {
+    progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    return 2;
+  } finally {
+    await runCleanup(cleanup);
+  }
+}
+
+/** Last registered, first run: the processes stop before the servers, the servers before their data goes. */
+async function runCleanup(cleanup: Cleanup): Promise<void> {
+  for (const step of cleanup.steps.splice(0).reverse()) await step().catch(() => undefined);
+}
+
+process.exit(await main());

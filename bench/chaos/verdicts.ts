@@ -1,0 +1,219 @@
+/**
+ * What a chaos run must show, checked after it (the issue's goal):
+ *
+ * - every key ended 200, with exactly one object: MongoDB holds one object per key
+ *   (none duplicated, none lost) and none that no key's answer names (no orphan);
+ * - every created event reached the receiver at least once, correctly signed;
+ * - every replay is flagged `Idempotent-Replayed: true`, with the first answer's
+ *   bytes, and no answer that created its object is flagged;
+ * - throughput came back to `share` of the pre-fault rate within `recoveryS` of
+ *   each fault.
+ */
+import type { Db } from 'mongodb';
+import { createdEventId } from '../../common/events.js';
+import type { PaymentIntentDoc } from '../../common/documents.js';
+import type { InjectedFault } from './faults.js';
+import { madeBefore, type KeyRecord } from './load.js';
+import type { VerifyingReceiver } from './receiver.js';
+
+export interface Verdict {
+  name: string;
+  pass: boolean;
+  detail: string;
+}
+
+export interface KeyFigures {
+  keys: number;
+  answered200: number;
+  terminal: Record<string, number>;
+  unanswered: number;
+  objects: number;
+  duplicated: number;
+  lost: number;
+  orphans: number;
+}
+
+export async function checkKeys(db: Db, project: string, keys: KeyRecord[]): Promise<{ verdict: Verdict; figures: KeyFigures }> {
+  const docs = await db
+    .collection<PaymentIntentDoc>('payment_intents')
+    .find({ project }, { projection: { _id: 1, metadata: 1 } })
+    .toArray();
+  const byKey = new Map<string, string[]>();
+  for (const doc of docs) {
+    const key = doc.metadata.find((pair) => pair.k === 'chaos_key')?.v ?? '(none)';
+    byKey.set(key, [...(byKey.get(key) ?? []), doc._id]);
+  }
+  const stored = new Set(docs.map((d) => d._id));
+  const answeredIds = new Set<string>();
+  const terminal: Record<string, number> = {};
+  let answered = 0;
+  let lost = 0;
+  for (const record of keys) {
+    if (record.terminal) terminal[record.terminal] = (terminal[record.terminal] ?? 0) + 1;
+    if (!record.answer) continue;
+    answered++;
+    answeredIds.add(record.answer.id);
+    if (!stored.has(record.answer.id)) lost++;
+  }
+  let duplicated = 0;
+  for (const ids of byKey.values()) if (ids.length > 1) duplicated += ids.length - 1;
+  // An orphan belongs to no key of the run, or to a key answered with another object
+  // (an object of a key never answered is counted with the unanswered keys).
+  const answeredKeys = new Set(keys.filter((k) => k.answer).map((k) => k.key));
+  const orphans = docs.filter((d) => {
+    const key = d.metadata.find((pair) => pair.k === 'chaos_key')?.v;
+    return key === undefined || (answeredKeys.has(key) && !answeredIds.has(d._id));
+  }).length;
+  const figures: KeyFigures = {
+    keys: keys.length,
+    answered200: answered,
+    terminal,
+    unanswered: keys.length - answered,
+    objects: docs.length,
+    duplicated,
+    lost,
+    orphans,
+  };
+  const pass = answered === keys.length && duplicated === 0 && lost === 0 && orphans === 0 && docs.length === keys.length;
+  const detail = `${answered}/${keys.length} keys answered 200; ${docs.length} objects: ${duplicated} duplicated, ${lost} lost, ${orphans} orphaned`;
+  return { verdict: { name: 'every key 200, exactly one object', pass, detail }, figures };
+}
+
+export interface EventFigures {
+  expected: number;
+  delivered: number;
+  missing: number;
+  deliveries: number;
+  redelivered: number;
+  badSignatures: number;
+  outboxLeft: number;
+}
+
+export function eventIdsOf(keys: KeyRecord[]): string[] {
+  return keys.flatMap((k) => (k.answer ? [createdEventId(k.answer.id)] : []));
+}
+
+export function checkEvents(keys: KeyRecord[], receiver: VerifyingReceiver, outboxLeft: number): { verdict: Verdict; figures: EventFigures } {
+  const expected = eventIdsOf(keys);
+  const delivered = expected.filter((id) => receiver.verified.has(id)).length;
+  let redelivered = 0;
+  for (const count of receiver.verified.values()) if (count > 1) redelivered += count - 1;
+  const figures: EventFigures = {
+    expected: expected.length,
+    delivered,
+    missing: expected.length - delivered,
+    deliveries: receiver.deliveries,
+    redelivered,
+    badSignatures: receiver.badSignatures + receiver.unverifiable,
+    outboxLeft,
+  };
+  const pass = delivered === expected.length && figures.badSignatures === 0;
+  const detail = `${delivered}/${expected.length} created events received correctly signed (${receiver.deliveries} deliveries, ${redelivered} repeats, ${figures.badSignatures} bad signatures; ${outboxLeft} outbox entries left)`;
+  return { verdict: { name: 'every created event delivered, signed', pass, detail }, figures };
+}
+
+export interface ReplayFigures {
+  replaysSent: number;
+  replaysAnswered: number;
+  replaysFlagged: number;
+  replaysIdentical: number;
+  /** First answers to a key whose object an earlier request made, flagged or not. */
+  firstAnswersMadeEarlier: number;
+  firstAnswersFlagged: number;
+  /** Answers flagged as replays whose object was made by that very request: must be 0. */
+  wronglyFlagged: number;
+}
+
+export function checkReplays(keys: KeyRecord[]): { verdict: Verdict; figures: ReplayFigures } {
+  const figures: ReplayFigures = {
+    replaysSent: 0,
+    replaysAnswered: 0,
+    replaysFlagged: 0,
+    replaysIdentical: 0,
+    firstAnswersMadeEarlier: 0,
+    firstAnswersFlagged: 0,
+    wronglyFlagged: 0,
+  };
+  for (const record of keys) {
+    const first = record.answer;
+    if (first) {
+      if (madeBefore(first)) figures.firstAnswersMadeEarlier++;
+      if (first.replayed) figures.firstAnswersFlagged++;
+      if (first.replayed && !madeBefore(first)) figures.wronglyFlagged++;
+    }
+    if (!record.replay) continue;
+    figures.replaysSent++;
+    const again = record.replay.answer;
+    if (!again) continue;
+    figures.replaysAnswered++;
+    if (again.replayed) figures.replaysFlagged++;
+    if (first && again.body === first.body) figures.replaysIdentical++;
+  }
+  const pass =
+    figures.replaysAnswered === figures.replaysSent &&
+    figures.replaysFlagged === figures.replaysSent &&
+    figures.replaysIdentical === figures.replaysSent &&
+    figures.wronglyFlagged === 0;
+  const detail =
+    `${figures.replaysFlagged}/${figures.replaysSent} replays flagged Idempotent-Replayed (${figures.replaysIdentical} byte-identical, ` +
+    `${figures.replaysAnswered} answered); ${figures.firstAnswersFlagged} first answers flagged, ${figures.wronglyFlagged} wrongly`;
+  return { verdict: { name: 'every replay flagged', pass, detail }, figures };
+}
+
+export interface Recovery {
+  kind: string;
+  target: string;
+  atS: number;
+  /** Seconds until the rate over a window wholly after the fault was back to the goal; null: never within the limit. */
+  recoveredAfterS: number | null;
+}
+
+/** Successes (first 200s) per bucket of `bucketMs`, from `startMs`. */
+export function successSeries(keys: KeyRecord[], startMs: number, bucketMs: number, buckets: number): number[] {
+  const series = new Array<number>(buckets).fill(0);
+  for (const record of keys) {
+    if (!record.answer) continue;
+    const i = Math.floor((record.answer.atMs - startMs) / bucketMs);
+    if (i >= 0 && i < buckets) series[i] = (series[i] ?? 0) + 1;
+  }
+  return series;
+}
+
+export function checkRecovery(
+  keys: KeyRecord[],
+  faults: InjectedFault[],
+  options: { startMs: number; warmupS: number; recoveryS: number; share: number; windowS?: number },
+): { verdict: Verdict; baselinePerS: number; recoveries: Recovery[] } {
+  const bucketMs = 250;
+  const windowBuckets = Math.round(((options.windowS ?? 2) * 1000) / bucketMs);
+  const horizonS = Math.max(...faults.map((f) => (f.startedMs - options.startMs) / 1000), options.warmupS) + options.recoveryS + 5;
+  const series = successSeries(keys, options.startMs, bucketMs, Math.ceil((horizonS * 1000) / bucketMs));
+  // The pre-fault rate: the warm-up, less its first 2 s of ramp-up.
+  const fromBucket = Math.round(2000 / bucketMs);
+  const toBucket = Math.round((options.warmupS * 1000) / bucketMs);
+  const warm = series.slice(fromBucket, toBucket);
+  const baselinePerS = warm.reduce((a, b) => a + b, 0) / ((warm.length * bucketMs) / 1000 || 1);
+  const goal = options.share * baselinePerS * ((windowBuckets * bucketMs) / 1000);
+  const recoveries: Recovery[] = [];
+  for (const fault of faults.filter((f) => f.kind !== 'redis-snapshot')) {
+    const atMs = fault.startedMs - options.startMs;
+    const first = Math.ceil(atMs / bucketMs);
+    let recoveredAfterS: number | null = null;
+    // The window must lie wholly after the fault: a window that straddles it would
+    // count successes from before it.
+    for (let end = first + windowBuckets; end * bucketMs <= atMs + options.recoveryS * 1000; end++) {
+      const sum = series.slice(end - windowBuckets, end).reduce((a, b) => a + b, 0);
+      if (sum >= goal) {
+        recoveredAfterS = Math.round((end * bucketMs - atMs) / 100) / 10;
+        break;
+      }
+    }
+    recoveries.push({ kind: fault.kind, target: fault.target, atS: Math.round(atMs / 100) / 10, recoveredAfterS });
+  }
+  const failed = recoveries.filter((r) => r.recoveredAfterS === null);
+  const worst = Math.max(0, ...recoveries.map((r) => r.recoveredAfterS ?? Infinity));
+  const detail =
+    `pre-fault ${baselinePerS.toFixed(1)}/s; ${recoveries.length - failed.length}/${recoveries.length} faults followed by ` +
+    `${Math.round(options.share * 100)}% of it within ${options.recoveryS} s (slowest ${Number.isFinite(worst) ? `${worst} s` : 'never'})`;
+  return { verdict: { name: `throughput back within ${options.recoveryS} s`, pass: failed.length === 0 && baselinePerS > 0, detail }, baselinePerS, recoveries };
+}

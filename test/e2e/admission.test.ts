@@ -1,0 +1,60 @@
+/**
+ * Admission control: while the creates queue holds a job that has waited longer
+ * than the api's wait allows, a new create is refused at once (503
+ * service_unavailable, Retry-After) and leaves nothing behind; once the queue
+ * drains, creates are admitted again.
+ */
+import test from 'ava';
+import { Queue } from 'bullmq';
+import { redisKey, scopeHash } from '../../common/idempotency.js';
+import { QUEUES } from '../../common/jobs.js';
+import { Service, uniqueName, until } from '../helpers/service.js';
+
+const PI = '/v1/payment_intents';
+
+test('a create the queue cannot serve in time is refused at once with 503 and Retry-After, and admitted once the backlog drains', async (t) => {
+  // No worker: whatever is enqueued waits. The limit is half the wait: 1 s.
+  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '2000' } });
+  t.teardown(() => service.stop());
+  const project = uniqueName('admission');
+  const key = await service.issueKey(project);
+
+  const stuck = await service.request('POST', PI, { key, body: { amount: 1 }, headers: { 'Idempotency-Key': 'stuck' } });
+  t.is(stuck.status, 503, stuck.text);
+  t.is(stuck.body.error.code, 'processing_timeout', 'the first create was accepted: it waits in the queue');
+
+  const refused = await until('a create to be refused for the backlog', async () => {
+    const res = await service.request('POST', PI, { key, body: { amount: 2 }, headers: { 'Idempotency-Key': 'later' } });
+    if (res.status === 503 && res.body.error.code === 'service_unavailable') return res;
+    if (res.status !== 503) throw new Error(`unexpected ${res.status}: ${res.text}`);
+    return undefined;
+  });
+  t.is(refused.body.error.type, 'api_error');
+  t.true(Number(refused.headers.get('retry-after')) >= 1);
+
+  // Refused: nothing enqueued, no key locked, so the same key is free for a retry.
+  const third = await service.request('POST', PI, { key, body: { amount: 3 }, headers: { 'Idempotency-Key': 'third' } });
+  t.is(third.status, 503, third.text);
+  t.is(third.body.error.code, 'service_unavailable');
+  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  t.teardown(() => queue.close());
+  const waiting = await queue.getWaiting();
+  t.false(waiting.some((job) => job.data.input.amount === 3), 'the refused create enqueued nothing');
+  const redis = service.redis();
+  t.teardown(() => redis.disconnect());
+  t.is(await redis.exists(redisKey(service.prefix, scopeHash({ project, livemode: false }, 'third'))), 0, 'and locked no key');
+
+  await service.startWorker();
+  const later = await until('the refused create to be admitted', async () => {
+    const res = await service.request('POST', PI, { key, body: { amount: 2 }, headers: { 'Idempotency-Key': 'later' } });
+    return res.status === 200 ? res : undefined;
+  });
+  t.is(later.body.amount, 2);
+  const first = await until('the first create to answer', async () => {
+    const res = await service.request('POST', PI, { key, body: { amount: 1 }, headers: { 'Idempotency-Key': 'stuck' } });
+    return res.status === 200 ? res : undefined;
+  });
+  t.is(first.body.amount, 1);
+  const db = await service.db();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 2, 'one object per key');
+});

@@ -1,0 +1,38 @@
+/**
+ * After Redis goes back in time (a failover to a replica that lagged, a restart from
+ * an old snapshot), a key's cached result may be gone while Redis still trusts its
+ * misses. The retry then reaches the worker, which finds the key's object in MongoDB:
+ * it is still answered as a replay, flagged, byte for byte, with no second object.
+ */
+import test from 'ava';
+import { redisKey, scopeHash } from '../../common/idempotency.js';
+import { Service, uniqueName } from '../helpers/service.js';
+
+const PI = '/v1/payment_intents';
+
+test('a replay answered from MongoDB after Redis lost the key is flagged Idempotent-Replayed, byte for byte', async (t) => {
+  const service = await Service.start({ workers: 1 });
+  t.teardown(() => service.stop());
+  const project = uniqueName('rollback');
+  const key = await service.issueKey(project);
+  const headers = { 'Idempotency-Key': 'order-1' };
+  const first = await service.request('POST', PI, { key, body: { amount: 41 }, headers });
+  t.is(first.status, 200, first.text);
+  t.is(first.headers.get('idempotent-replayed'), null);
+
+  // What a rollback leaves: the key's result is gone, the epoch (misses are the truth) is not.
+  const redis = service.redis();
+  t.teardown(() => redis.disconnect());
+  const entry = redisKey(service.prefix, scopeHash({ project, livemode: false }, 'order-1'));
+  t.is(await redis.del(entry), 1);
+  t.truthy(await redis.get(`${service.prefix}:idem:epoch`));
+
+  // A fresh api process: nothing in its memory either.
+  const { baseUrl } = await service.startExtraApi();
+  const again = await service.request('POST', PI, { key, baseUrl, body: { amount: 41 }, headers });
+  t.is(again.status, 200, again.text);
+  t.is(again.headers.get('idempotent-replayed'), 'true');
+  t.is(again.text, first.text);
+  const db = await service.db();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 1);
+});
