@@ -395,9 +395,14 @@ test('the CLI issues a key that works against the api', async (t) => {
 test('rate limiting is per key and answers 429 with Retry-After', async (t) => {
   const other = await service.startExtraApi({ RATE_LIMIT_PER_SECOND: '5' });
   const key = await service.issueKey('limited');
+  const started = Date.now();
   const results = await Promise.all(Array.from({ length: 20 }, () => service.request('GET', PI, { key, baseUrl: other.baseUrl })));
+  // The window is one second: a loaded machine may spread the burst over several,
+  // each of which lets 5 through.
+  const windows = Math.floor((Date.now() - started) / 1000) + 2;
   const limited = results.filter((r) => r.status === 429);
-  t.true(limited.length >= 10, `expected most of 20 requests over 5/s to be limited, got ${limited.length}`);
+  t.true(limited.length >= Math.max(1, 20 - 5 * windows), `expected at most 5 of 20 requests per second through, ${limited.length} limited over ${windows} windows`);
+  t.is(results.filter((r) => r.status === 200).length, 20 - limited.length);
   t.is(limited[0]?.body.error.code, 'rate_limit');
   t.is(limited[0]?.headers.get('retry-after'), '1');
   const otherKey = await service.issueKey('limited-2');
