@@ -119,7 +119,7 @@ const schema = Joi.object({
   CREATE_BATCH_MAX: Joi.number().integer().min(0).max(1000).default(64),
   CREATE_BATCH_WAIT_MS: Joi.number().integer().min(0).max(10_000).default(4),
   CREATE_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(10_000),
-  CREATE_ADMISSION_WAIT_MS: Joi.number().integer().min(0).max(120_000),
+  CREATE_ADMISSION_WAIT_MS: Joi.number().integer().min(0).max(120_000).empty(''),
   DEFAULT_CURRENCY: Joi.string().pattern(/^[A-Za-z]{3}$/).default('usd'),
   OPERATORS: Joi.string().pattern(/^[a-z0-9_]+(,[a-z0-9_]+)*$/).default(DEFAULT_OPERATORS.join(',')),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(0).default(500),

@@ -50,6 +50,7 @@ export class Slot {
     private readonly tally: LogTally,
     /** How the process says it is ready to work: a log line (`worker started`), or a URL that answers 200 (`/readyz`). */
     private readonly readiness: RegExp | string,
+    private readonly dist: string,
   ) {}
 
   /** Ms from the start of the current process until it logged its ready line; null if it died first. */
@@ -67,7 +68,7 @@ export class Slot {
   }
 
   start(): void {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist', this.entry)], {
+    const child = spawn(process.execPath, [path.join(this.dist, this.entry)], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -144,6 +145,8 @@ export interface FleetOptions {
   workers: number;
   apiPorts: number[];
   env: Record<string, string>;
+  /** Where the compiled api/main.js and worker/main.js are. */
+  dist: string;
   logDir: string;
 }
 
@@ -162,11 +165,13 @@ export class Fleet {
           path.join(options.logDir, `api${i + 1}.log`),
           this.tally,
           `http://127.0.0.1:${port}/readyz`,
+          options.dist,
         ),
     );
     this.workers = Array.from(
       { length: options.workers },
-      (_, i) => new Slot(`worker${i + 1}`, 'worker/main.js', options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally, /worker started/),
+      (_, i) =>
+        new Slot(`worker${i + 1}`, 'worker/main.js', options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally, /worker started/, options.dist),
     );
   }
 

@@ -6,6 +6,7 @@
  * in turn, as a load balancer without health checks would send it. After its 200, a
  * key may be sent once more, to check the replay.
  */
+import http from 'node:http';
 import { idTime } from '../../common/ids.js';
 
 const RETRYABLE_STATUSES = new Set([409, 429, 503]);
@@ -59,19 +60,58 @@ export interface LoadOptions {
   runId: string;
 }
 
+class ClientTimeout extends Error {
+  readonly code = 'CLIENT_TIMEOUT';
+}
+
 function outcomeOfError(err: unknown): string {
-  const e = err as { name?: string; cause?: { code?: string; name?: string } };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timeout';
-  const code = e.cause?.code ?? e.cause?.name;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'CLIENT_TIMEOUT') return 'timeout';
   if (code === 'ECONNREFUSED') return 'connection refused';
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return 'connection reset';
+  if (code === 'ECONNRESET' || code === 'EPIPE') return 'connection reset';
   return `network error ${code ?? ''}`.trim();
+}
+
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+}
+
+/**
+ * One POST on a keep-alive connection. node:http rather than fetch: with hundreds
+ * of requests in flight, fetch's per-request cost made the tool itself the
+ * bottleneck, and its delays were then blamed on the service.
+ */
+function post(agent: http.Agent, url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } });
+    const timer = setTimeout(() => req.destroy(new ClientTimeout(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+    });
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.end(body);
+  });
 }
 
 export class Load {
   readonly keys: KeyRecord[] = [];
   private next = 0;
   private readonly running = new Set<Promise<void>>();
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1024 });
 
   constructor(private readonly options: LoadOptions) {}
 
@@ -95,6 +135,7 @@ export class Load {
       this.track(this.drive(record));
     }
     while (this.running.size > 0) await Promise.all([...this.running]);
+    this.agent.destroy();
   }
 
   private track(work: Promise<void>): void {
@@ -124,14 +165,15 @@ export class Load {
       let outcome: string;
       let retryAfterMs = 0;
       try {
-        const res = await fetch(`${url}/v1/payment_intents`, {
-          method: 'POST',
-          headers: { Authorization: `Bearer ${this.options.apiKey}`, 'Content-Type': 'application/json', 'Idempotency-Key': key },
+        const res = await post(
+          this.agent,
+          `${url}/v1/payment_intents`,
+          { Authorization: `Bearer ${this.options.apiKey}`, 'Content-Type': 'application/json', 'Idempotency-Key': key },
           body,
-          signal: AbortSignal.timeout(this.options.requestTimeoutMs),
-        });
-        const text = await res.text();
-        const replayed = res.headers.get('idempotent-replayed') === 'true';
+          this.options.requestTimeoutMs,
+        );
+        const text = res.text;
+        const replayed = res.headers['idempotent-replayed'] === 'true';
         if (res.status === 200) {
           const atMs = Date.now();
           attempts.push({ sentMs, durationMs: atMs - sentMs, outcome: '200', replayed });
@@ -147,7 +189,7 @@ export class Load {
         outcome = `${res.status}${code ? ` ${code}` : ''}`;
         attempts.push({ sentMs, durationMs: Date.now() - sentMs, outcome, replayed });
         if (!RETRYABLE_STATUSES.has(res.status)) return { answer: null, terminal: outcome };
-        retryAfterMs = Number(res.headers.get('retry-after') ?? 0) * 1000;
+        retryAfterMs = Number(res.headers['retry-after'] ?? 0) * 1000;
       } catch (err) {
         outcome = outcomeOfError(err);
         attempts.push({ sentMs, durationMs: Date.now() - sentMs, outcome, replayed: false });

@@ -38,6 +38,8 @@ export interface ChaosOptions {
   env: Record<string, string>;
   out: string;
   seed: number;
+  /** The compiled service to run (its api/main.js and worker/main.js): another build, to compare. */
+  dist: string;
 }
 
 export const USAGE = `npm run chaos -- [flags]
@@ -65,6 +67,7 @@ Redis over; then checks what came out and prints a report (JSON in --out).
   --env NAME=VALUE    extra environment for every api and worker (repeatable)
   --out FILE          JSON report (bench/results/chaos.json)
   --seed N            seed of the fault schedule (random)
+  --dist DIR          run the api and worker compiled in DIR (default dist/), e.g. an older build
   --help`;
 
 function number(name: string, raw: string | undefined, fallback: number, min = 0): number {
@@ -109,6 +112,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
       env: { type: 'string', multiple: true },
       out: { type: 'string' },
       seed: { type: 'string' },
+      dist: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -140,6 +144,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     env,
     out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'chaos.json')),
     seed: values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : number('seed', values.seed, 0),
+    dist: path.resolve(values.dist ?? path.join(ROOT, 'dist')),
   };
   if (options.replayFraction > 1) throw new Error('--replays is a fraction, 0 to 1');
   if (!Number.isInteger(options.apis) || !Number.isInteger(options.workers)) throw new Error('--apis and --workers are whole numbers');

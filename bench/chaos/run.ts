@@ -124,6 +124,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     workers: options.workers,
     apiPorts: await freePorts(options.apis),
     logDir,
+    dist: options.dist,
     env: {
       REDIS_URL: redisUrl,
       MONGODB_URL: mongoUrl,
@@ -207,6 +208,15 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     const expected = eventIdsOf(load.keys);
     if (options.endpoint) {
       while (expected.some((id) => !receiver.verified.has(id)) && Date.now() < giveUpMs) await sleep(250);
+      // Delivered events leave the outbox in batches, within a second or so.
+      const outbox = new MongoClient(mongoUrl);
+      try {
+        const entries = outbox.db(dbName).collection('event_outbox');
+        const until = Math.min(giveUpMs, Date.now() + 10_000);
+        while ((await entries.countDocuments({}).catch(() => 1)) > 0 && Date.now() < until) await sleep(250);
+      } finally {
+        await outbox.close();
+      }
     }
   } finally {
     clearInterval(ticker);

@@ -1,0 +1,46 @@
+import test from 'ava';
+import type { Queue } from 'bullmq';
+import { CreateAdmission } from '../../api/admission.js';
+
+function queueWithOldest(timestamp: () => number | null): Pick<Queue, 'getWaiting'> {
+  return {
+    getWaiting: async () => {
+      const ts = timestamp();
+      return (ts === null ? [] : [{ timestamp: ts }]) as Awaited<ReturnType<Queue['getWaiting']>>;
+    },
+  };
+}
+
+test('admits while the oldest waiting create is within the limit, refuses with a Retry-After once it is past it', async (t) => {
+  let now = 100_000;
+  let oldest: number | null = null;
+  const admission = new CreateAdmission(queueWithOldest(() => oldest), { limitMs: 5000, now: () => now });
+  await admission.sample();
+  t.is(admission.refusal(), null, 'an empty queue admits');
+
+  oldest = now - 4000;
+  await admission.sample();
+  t.is(admission.refusal(), null);
+
+  oldest = now - 7500;
+  await admission.sample();
+  t.is(admission.refusal(), 3, 'refused; retry once the excess should have drained');
+
+  oldest = now - 60_000;
+  await admission.sample();
+  t.is(admission.refusal(), 10, 'Retry-After is capped');
+
+  now += 1;
+  oldest = null;
+  await admission.sample();
+  t.is(admission.refusal(), null, 'admits again once the backlog is gone');
+});
+
+test('a failed sample admits (the enqueue answers for Redis), and a limit of 0 admits everything', async (t) => {
+  const failing = new CreateAdmission({ getWaiting: async () => Promise.reject(new Error('Connection is closed.')) }, { limitMs: 1000, now: () => 0 });
+  await failing.sample();
+  t.is(failing.refusal(), null);
+  const off = new CreateAdmission(queueWithOldest(() => -1_000_000), { limitMs: 0, now: () => 0 });
+  await off.sample();
+  t.is(off.refusal(), null);
+});
