@@ -100,10 +100,14 @@ export function listSchema(item: string, url: Schema, description: string): Sche
   );
 }
 
+/** Codes only the operators' dashboard answers: not part of the public API this document describes. */
+const DASHBOARD_ONLY: readonly ErrorCode[] = ['dashboard_action_forbidden'];
+
 /** Codes answered with each status. A cursor naming nothing is `resource_missing` with 400. */
 function codesByStatus(): Map<number, ErrorCode[]> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const [code, info] of Object.entries(ERROR_CODES) as Array<[ErrorCode, (typeof ERROR_CODES)[ErrorCode]]>) {
+    if (DASHBOARD_ONLY.includes(code)) continue;
     byStatus.set(info.status, [...(byStatus.get(info.status) ?? []), code]);
   }
   byStatus.get(400)?.push('resource_missing');

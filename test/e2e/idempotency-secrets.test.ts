@@ -12,7 +12,8 @@ import { Service, sleep, uniqueName, until } from '../helpers/service.js';
 let service: Service;
 
 test.before(async () => {
-  service = await Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '3000' } });
+  // Admission control off: these tests hold the queue back on purpose, and must reach the wait.
+  service = await Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '3000', CREATE_ADMISSION_WAIT_MS: '0' } });
 });
 
 test.after.always(async () => {
