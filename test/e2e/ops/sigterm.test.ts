@@ -19,7 +19,8 @@ function errorCode(err: unknown): string {
 }
 
 test('SIGTERM under a few hundred in-flight creates: every request gets a real answer and each key one object', async (t) => {
-  const { service, key: apiKey, project } = await withService(t, { project: 'sigterm', workers: 2 });
+  // Admission control off: the test holds the queue back on purpose, and every request must reach the wait.
+  const { service, key: apiKey, project } = await withService(t, { project: 'sigterm', workers: 2, env: { CREATE_ADMISSION_WAIT_MS: '0' } });
   const baseUrl = service.baseUrl;
 
   const send = async (key: string): Promise<Outcome> => {
