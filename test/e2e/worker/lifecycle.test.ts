@@ -8,7 +8,8 @@ import { QUEUES } from '../../../common/jobs.js';
 import { sleep, withService } from '../../helpers/service.js';
 
 test('with no worker: 503 processing_timeout; once a worker runs, the object exists exactly once', async (t) => {
-  const { service, key, project } = await withService(t, { project: 'no-worker', workers: 0, env: { CREATE_TIMEOUT_MS: '800' } });
+  // Admission control off: with no worker the queue only grows, and every create must reach the wait.
+  const { service, key, project } = await withService(t, { project: 'no-worker', workers: 0, env: { CREATE_TIMEOUT_MS: '800', CREATE_ADMISSION_WAIT_MS: '0' } });
 
   const keyed = await service.request('POST', '/v1/payment_intents', {
     key, body: { amount: 7 }, headers: { 'Idempotency-Key': 'wait-for-me' },
