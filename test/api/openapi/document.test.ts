@@ -170,6 +170,11 @@ test('events and list envelopes match the document', (t) => {
 
 test('every code of the catalogue is documented with its status, and its rendered envelope validates', (t) => {
   for (const [code, info] of Object.entries(ERROR_CODES) as Array<[ErrorCode, (typeof ERROR_CODES)[ErrorCode]]>) {
+    // The operators' dashboard's own answer, not the public API's.
+    if (code === 'dashboard_action_forbidden') {
+      t.is(schemas[`Error${info.status}`], undefined);
+      continue;
+    }
     const schema = schemas[`Error${info.status}`];
     t.truthy(schema, `Error${info.status}`);
     t.true(schema.properties.error.properties.code.enum.includes(code), code);
