@@ -10,6 +10,7 @@ import { handleErrors } from './middleware/errors.js';
 import { makeGuards } from './middleware/guards.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { adminKeysRouter } from './routes/admin-keys.js';
+import { checkoutRouter } from './routes/checkout.js';
 import { eventRoutes } from './routes/events.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps): Koa<State> {
     opsRouter(deps),
     referenceRouter(deps),
     adminKeysRouter(deps),
+    checkoutRouter(deps),
     ...((deps.extraRouters ?? []) as Array<Router<State>>),
   ];
   app.use(handleErrors(deps));

@@ -54,6 +54,23 @@ export interface Config {
   /** Bound, in bytes, of each api process's memory of idempotent replays. */
   replayCacheBytes: number;
   http: HttpServerConfig;
+  simulator: SimulatorConfig;
+}
+
+/**
+ * Test mode's operator simulator (worker/operators/simulator.ts): how long each of
+ * its steps takes, as delayed jobs. Production-like seconds by default; tests use
+ * milliseconds.
+ */
+export interface SimulatorConfig {
+  /** From confirm to the payer's answer on the phone (phone approval flows). */
+  approvalDelayMs: number;
+  /** From `processing` to the operator's final answer. */
+  processingDelayMs: number;
+  /** Suffix 011: the payer's answer comes this late. */
+  slowDelayMs: number;
+  /** How long a payer has to approve on the phone: `next_action.await_phone_approval.expires_at`. */
+  approvalWindowMs: number;
 }
 
 /** The api's HTTP server: how long a slow client may take, and how many connections it may hold. */
@@ -149,6 +166,10 @@ const schema = Joi.object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Joi.boolean().default(false),
   WEBHOOK_ENDPOINT_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(5),
   WEBHOOK_ENDPOINT_LIMIT: Joi.number().integer().min(1).max(10_000).default(16),
+  SIMULATOR_APPROVAL_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(3 * SECOND),
+  SIMULATOR_PROCESSING_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(2 * SECOND),
+  SIMULATOR_SLOW_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(60 * SECOND),
+  SIMULATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1000).max(HOUR).default(2 * MINUTE),
 }).unknown(true);
 
 export class ConfigError extends Error {
@@ -208,6 +229,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       headersTimeoutMs: value.HTTP_HEADERS_TIMEOUT_MS,
       requestTimeoutMs: value.HTTP_REQUEST_TIMEOUT_MS,
       maxConnections: value.HTTP_MAX_CONNECTIONS,
+    },
+    simulator: {
+      approvalDelayMs: value.SIMULATOR_APPROVAL_DELAY_MS,
+      processingDelayMs: value.SIMULATOR_PROCESSING_DELAY_MS,
+      slowDelayMs: value.SIMULATOR_SLOW_DELAY_MS,
+      approvalWindowMs: value.SIMULATOR_APPROVAL_WINDOW_MS,
     },
     webhooks: {
       concurrency: value.WEBHOOK_CONCURRENCY,

@@ -1,3 +1,4 @@
+import type { CancellationReason, FollowUp, NextAction, PaymentError, PaymentIntentStatus } from './lifecycle.js';
 import type { MetadataPairs } from './metadata.js';
 
 /**
@@ -33,7 +34,7 @@ export interface PaymentIntentDoc extends IdempotencyFields {
   amount: number;
   currency: string;
   description: string | null;
-  status: 'new';
+  status: PaymentIntentStatus;
   client_secret: string;
   automatic_operator: boolean;
   allowed_operators: string[];
@@ -42,10 +43,89 @@ export interface PaymentIntentDoc extends IdempotencyFields {
   created: number;
   expires_at: number;
   /**
+   * Confirms so far: every transition is a conditional update on (status, attempt),
+   * and an operator outcome carries the attempt it answers, so a late one is dropped.
+   * Absent on a document no transition has touched yet (read as 0).
+   */
+  attempt?: number;
+  /** Bumped by every mutation: the condition of each conditional update. */
+  rev?: number;
+  next_action?: NextAction | null;
+  last_payment_error?: PaymentError | null;
+  /** The attempt in flight or last made: the phone number in full only until the attempt ends. */
+  payment?: PaymentAttempt | null;
+  canceled_at?: number | null;
+  cancellation_reason?: CancellationReason | null;
+  /**
+   * Every mutation applied to the intent, written in the same update as the
+   * transition: a retried job finds its own entry and answers it again instead of
+   * applying anything twice, and the event is recorded atomically with the change.
+   */
+  history?: MutationRecord[];
+  /**
    * The `payment_intent.created` event, exactly as listed and delivered, written in
    * the same insert as the object: neither exists without the other.
    */
   created_event: string;
+}
+
+export interface PaymentAttempt {
+  operator: string;
+  /** E.164, in full while the attempt is in flight (the simulator and connectors need it); null once it ended. */
+  phone_number: string | null;
+  phone_masked: string;
+  return_url: string | null;
+  /** Redirect flow: the unguessable part of the test checkout page's URL. */
+  checkout_token: string | null;
+}
+
+/** One applied mutation of a payment intent. */
+export interface MutationRecord {
+  /** The mutation's id: the api's pre-generated request id, or the id of the worker's job. */
+  m: string;
+  /** The answer's status and body, byte for byte. */
+  st: number;
+  res: string;
+  /** The event the transition recorded (its id and JSON), if any. */
+  evt: { id: string; type: string; json: string } | null;
+  /** The delayed jobs it schedules, so a retry can schedule them again. */
+  fu: FollowUp[];
+  /** The intent's attempt after the transition: the attempt its delayed jobs are about. */
+  at: number;
+}
+
+/**
+ * Events other than `payment_intent.created` (which lives in its object's
+ * document): one insert each, with the id and JSON of the transition that recorded
+ * it. `/v1/events` merges both homes by id.
+ */
+export interface EventDoc {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  type: string;
+  object_id: string;
+  json: string;
+  /** Epoch ms of the event. */
+  created_ms: number;
+}
+
+/**
+ * The durable record of a keyed request other than a create (a create's record is
+ * its object): the exact answer, inserted by the worker once the request was
+ * processed. `_id` is the scope hash of the key.
+ */
+export interface IdempotencyRecordDoc {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  fp: string;
+  status: number;
+  body: string;
+  /** The mutation that answered (the api's pre-generated id). */
+  mutation: string;
+  /** Epoch ms. */
+  expires_at: number;
 }
 
 export interface WebhookEndpointDoc extends IdempotencyFields {

@@ -3,7 +3,7 @@
  * `ApiError`, rendered by one middleware into the envelope of DESIGN.md section 4.
  */
 
-export type ErrorType = 'invalid_request_error' | 'idempotency_error' | 'api_error';
+export type ErrorType = 'invalid_request_error' | 'idempotency_error' | 'operator_error' | 'api_error';
 
 interface CodeInfo {
   status: number;
@@ -31,6 +31,10 @@ export const ERROR_CODES = {
   amount_too_large: { status: 400, type: 'invalid_request_error', description: 'The amount is above 999999999999.' },
   webhook_endpoint_limit: { status: 400, type: 'invalid_request_error', description: 'The project already has the maximum number of webhook endpoints in this mode (16 unless the operator changed it). Delete one, or change an existing one, to add another.' },
   metadata_invalid: { status: 400, type: 'invalid_request_error', description: 'Metadata must be an object of at most 50 keys; keys of 1 to 40 characters; values strings of at most 500 characters; no NUL characters.' },
+  payment_intent_unexpected_state: { status: 400, type: 'invalid_request_error', description: "The payment intent's status does not allow this operation (for example a confirm once it succeeded, a cancel while it is processing, or a change of `amount` after a confirm). The message names the status." },
+  phone_number_invalid: { status: 400, type: 'invalid_request_error', description: 'The phone number is not in E.164 form (`+` and 8 to 15 digits, for example `+2250700000000`).' },
+  operator_not_configured: { status: 400, type: 'invalid_request_error', description: 'Live mode: no connector is configured for this operator, so no live payment can be asked of it. Test mode needs none.' },
+  payment_declined: { status: 402, type: 'operator_error', description: 'The operator declined the payment; `operator_decline_code` says why, `payment_intent` is the intent as it is now (back to `new`, with `last_payment_error`), and it can be confirmed again.' },
   idempotency_key_invalid: { status: 400, type: 'invalid_request_error', description: 'The `Idempotency-Key` header must be 1 to 255 printable ASCII characters.' },
   idempotency_key_reused: { status: 400, type: 'idempotency_error', description: 'The idempotency key was already used for a different request (another method, path or body). Use a new key for a new request.' },
   api_key_missing: { status: 401, type: 'invalid_request_error', description: 'No API key was given. Send `Authorization: Bearer sk_test_…`.' },
@@ -55,6 +59,10 @@ export interface ErrorDetail {
   code: ErrorCode;
   message: string;
   param?: string;
+  /** Only on `payment_declined`: the operator's reason, normalised. */
+  operator_decline_code?: string;
+  /** Only on `payment_declined`: the intent after the decline. */
+  payment_intent?: unknown;
 }
 
 export class ApiError extends Error {
@@ -92,8 +100,10 @@ export class ApiError extends Error {
 /** Renders the error envelope exactly as the contract shows it, member order included. */
 export function errorBody(detail: ErrorDetail, requestId: string, baseUrl: string): string {
   const info = ERROR_CODES[detail.code];
-  const error: Record<string, string> = { type: info.type, code: detail.code, message: detail.message };
+  const error: Record<string, unknown> = { type: info.type, code: detail.code, message: detail.message };
   if (detail.param !== undefined) error.param = detail.param;
+  if (detail.operator_decline_code !== undefined) error.operator_decline_code = detail.operator_decline_code;
+  if (detail.payment_intent !== undefined) error.payment_intent = detail.payment_intent;
   error.request_id = requestId;
   error.doc_url = `${baseUrl}/docs/errors#${detail.code}`;
   return JSON.stringify({ error });
@@ -151,5 +161,7 @@ export const errors = {
       undefined,
       { 'Retry-After': '1' },
     ),
+  unexpectedState: (status: string, action: string) =>
+    new ApiError('payment_intent_unexpected_state', `You cannot ${action} this PaymentIntent because it has a status of ${status}.`),
   internal: () => new ApiError('internal_error', 'An unexpected error occurred. It has been logged; please contact support with the request id.'),
 };

@@ -10,8 +10,16 @@ import { buildEventJson, presentPaymentIntent } from './presenters.js';
 
 export const PAYMENT_INTENT_CREATED = 'payment_intent.created';
 
-/** Every event type an endpoint can subscribe to. */
-export const EVENT_TYPES = [PAYMENT_INTENT_CREATED] as const;
+/** Every event type an endpoint can subscribe to, and `/v1/events` lists. */
+export const EVENT_TYPES = [
+  PAYMENT_INTENT_CREATED,
+  'payment_intent.requires_action',
+  'payment_intent.processing',
+  'payment_intent.succeeded',
+  'payment_intent.payment_failed',
+  'payment_intent.canceled',
+  'payment_intent.expired',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** In `enabled_events`: every type of the catalog. */

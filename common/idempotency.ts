@@ -80,3 +80,13 @@ export function decodeEntry(raw: string | null): CachedEntry | null {
     return null;
   }
 }
+
+/**
+ * In a cached entry, in place of an object id: the answer of a mutation, kept in its
+ * own durable record (`idempotency_records`, `_id` the scope hash).
+ */
+export const RECORD_POINTER_PREFIX = 'idr:';
+
+export function recordPointer(scopeHash: string): string {
+  return `${RECORD_POINTER_PREFIX}${scopeHash}`;
+}

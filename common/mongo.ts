@@ -1,7 +1,7 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, EventDoc, IdempotencyRecordDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
@@ -9,6 +9,8 @@ export interface Collections {
   outbox: Collection<OutboxDoc>;
   apiKeys: Collection<ApiKeyDoc>;
   webhookAttempts: Collection<WebhookAttemptDoc>;
+  events: Collection<EventDoc>;
+  idempotencyRecords: Collection<IdempotencyRecordDoc>;
 }
 
 export interface Mongo {
@@ -24,6 +26,8 @@ export function collections(db: Db): Collections {
     outbox: db.collection<OutboxDoc>('event_outbox'),
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),
     webhookAttempts: db.collection<WebhookAttemptDoc>('webhook_attempts'),
+    events: db.collection<EventDoc>('events'),
+    idempotencyRecords: db.collection<IdempotencyRecordDoc>('idempotency_records'),
   };
 }
 
@@ -109,6 +113,9 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     index(c.apiKeys, { hash: 1 }, { name: 'hash', unique: true }),
     index(c.apiKeys, { project: 1, _id: -1 }, { name: 'project_id' }),
     index(c.webhookAttempts, { endpoint_id: 1, _id: -1 }, { name: 'endpoint_id' }),
+    index(c.events, scoped, { name: 'scope_id' }),
+    index(c.events, { project: 1, livemode: 1, type: 1, _id: -1 }, { name: 'scope_type_id' }),
+    index(c.idempotencyRecords, { expires_at: 1 }, { name: 'expires_at' }),
   ];
   const existing = new Map<Collection, Promise<Set<string>>>();
   const namesOf = (collection: Collection) => {

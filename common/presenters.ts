@@ -10,7 +10,7 @@ import type { ApiKeyDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc
  * carry `client_secret`, as the seed's field list and Stripe do. `withSecret: false`
  * is for a reader without the secret key.
  */
-export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event'>, options: { withSecret?: boolean } = {}) {
+export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event' | 'history'>, options: { withSecret?: boolean } = {}) {
   return {
     id: doc._id,
     object: 'payment_intent' as const,
@@ -22,7 +22,11 @@ export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event'
     automatic_operator: doc.automatic_operator,
     allowed_operators: doc.allowed_operators,
     selected_operator: doc.selected_operator,
-    next_action: null,
+    next_action: doc.next_action ?? null,
+    last_payment_error: doc.last_payment_error ?? null,
+    payment_details: doc.payment ? { operator: doc.payment.operator, phone_number: doc.payment.phone_masked } : null,
+    canceled_at: doc.canceled_at ?? null,
+    cancellation_reason: doc.cancellation_reason ?? null,
     metadata: fromPairs(doc.metadata),
     livemode: doc.livemode,
     created: doc.created,

@@ -15,6 +15,15 @@ import { InsertBatcher } from './group-commit.js';
 import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
+import { liveConnectors } from './operators/connector.js';
+import {
+  applyOperatorOutcome,
+  cancelPaymentIntent,
+  confirmPaymentIntent,
+  expirePaymentIntent,
+  updatePaymentIntent,
+  type LifecycleDeps,
+} from './processors/payment-intent-lifecycle.js';
 import { dispatchEvent } from './processors/dispatch-event.js';
 import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
@@ -64,9 +73,19 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   });
   const webhooksQueue = openQueue(QUEUES.webhooks, { connection: redis.queues, prefix });
   const maintenanceQueue = openQueue(QUEUES.maintenance, { connection: redis.queues, prefix });
-  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue], logger);
+  const intentsQueue = openQueue(QUEUES.intents, { connection: redis.queues, prefix });
+  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue, intentsQueue], logger);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs });
   const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
+  const lifecycleDeps: LifecycleDeps = {
+    ...createDeps,
+    eventsQueue,
+    intentsQueue,
+    ids,
+    simulator: config.simulator,
+    connectors: liveConnectors(),
+    logger,
+  };
   const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
   const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {
@@ -86,9 +105,30 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     async (job) => {
       switch (job.name) {
         case JOBS.createPaymentIntent:
-          return createPaymentIntent({ ...createDeps, eventsQueue }, job);
+          return createPaymentIntent({ ...createDeps, eventsQueue, intentsQueue }, job);
+        case JOBS.confirmPaymentIntent:
+          return confirmPaymentIntent(lifecycleDeps, job);
+        case JOBS.cancelPaymentIntent:
+          return cancelPaymentIntent(lifecycleDeps, job);
+        case JOBS.updatePaymentIntent:
+          return updatePaymentIntent(lifecycleDeps, job);
         case JOBS.createWebhookEndpoint:
           return createWebhookEndpoint({ ...createDeps, endpointLimit: config.webhooks.endpointLimit }, job);
+        default:
+          return unknownJob(job);
+      }
+    },
+    { ...common, concurrency: config.workerConcurrency },
+  );
+
+  const intents = startTypedWorker(
+    QUEUES.intents,
+    async (job) => {
+      switch (job.name) {
+        case JOBS.operatorOutcome:
+          return applyOperatorOutcome(lifecycleDeps, job);
+        case JOBS.expirePaymentIntent:
+          return expirePaymentIntent(lifecycleDeps, job);
         default:
           return unknownJob(job);
       }
@@ -158,7 +198,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     { ...common, concurrency: config.webhooks.concurrency },
   );
 
-  const workers = [creates, maintenance, events, webhooks];
+  const workers = [creates, intents, maintenance, events, webhooks];
   for (const w of workers) {
     w.on('failed', (job, err) => logger.warn({ queue: w.name, job: job?.name, job_id: job?.id, err: err.message }, 'job attempt failed'));
     w.on('error', (err) => logger.warn({ queue: w.name, err: err.message }, 'worker error'));
@@ -177,6 +217,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
           ['events queue', () => eventsQueue.close()],
           ['webhooks queue', () => webhooksQueue.close()],
           ['maintenance queue', () => maintenanceQueue.close()],
+          ['intents queue', () => intentsQueue.close()],
           ['metrics', () => metrics.close()],
           ['outbox releases', () => pending.close()],
         ],

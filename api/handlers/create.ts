@@ -1,5 +1,6 @@
 /**
- * The create path: idempotency key → lookup → validate → admission → lock → enqueue
+ * The path of every request that changes something (a create, or a mutation of an
+ * existing object): idempotency key → lookup → validate → admission → lock → enqueue
  * with the pre-generated id → wait for the worker's result → answer with its exact
  * bytes. Admission (api/admission.ts) refuses at once a create the queue could not
  * serve before the wait below gives up: nothing is locked, enqueued or recorded.
@@ -28,7 +29,10 @@ export const CREATE_JOB_OPTIONS: JobsOptions = {
 
 export interface CreateSpec<N extends JobName<'creates'>, Input> {
   jobName: N;
-  idKind: IdKind;
+  /** A create's new object id; a mutation (no `idKind`) takes the request's id as its own. */
+  idKind?: IdKind;
+  /** After validation, before the lock: a mutation's check that its object exists in the caller's scope (404). */
+  precheck?: () => Promise<void>;
   /** Throws an ApiError on bad input; runs only when there is nothing to replay. */
   validate: (body: Record<string, unknown>, encoding: BodyEncoding) => Input;
   jobData: (base: RequestJobBase, input: Input) => JobData<'creates', N>;
@@ -51,6 +55,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
 
     rejectQuery(ctx.querystring);
     const input = spec.validate(body, encoding);
+    await spec.precheck?.();
 
     // Before the process has its results subscription, a result could be missed.
     if (deps.started && !deps.started()) throw errors.serviceUnavailable();
@@ -64,7 +69,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
       token = locked.token;
     }
 
-    const id = deps.ids.next(spec.idKind);
+    const id = spec.idKind ? deps.ids.next(spec.idKind) : ctx.state.requestId;
     const jobId = keyed ? idempotentJobId(keyed.info.scopeHash) : id;
     const data = spec.jobData(
       {
@@ -109,21 +114,13 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
       const late = await idempotency.lookupCached(keyed).catch(() => null);
       await idempotency.release(keyed, token);
       if (late) {
-        if (answersAnother(late.body, id)) ctx.set('Idempotent-Replayed', 'true');
+        // Another request's answer (this one retried after a timeout): a replay.
+        if (late.madeBy !== id) ctx.set('Idempotent-Replayed', 'true');
         return sendJson(ctx, late.body, late.status);
       }
     }
     throw errors.processingTimeout();
   };
-}
-
-/** True when a found result is another request's object, not the one this request asked for. */
-function answersAnother(body: string, id: string): boolean {
-  try {
-    return (JSON.parse(body) as { id?: unknown }).id !== id;
-  } catch {
-    return false;
-  }
 }
 
 function sendReplay(ctx: Ctx, replay: Replay): void {

@@ -30,7 +30,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../common/config.js';
 import { errors } from '../../common/errors.js';
-import { decodeEntry, encodeDone, type CachedEntry } from '../../common/idempotency.js';
+import { decodeEntry, encodeDone, recordPointer, RECORD_POINTER_PREFIX, type CachedEntry } from '../../common/idempotency.js';
 import type { Scope } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
@@ -102,7 +102,13 @@ export class IdempotencyStore {
         .limit(1)
         .toArray()
         .then((docs) => docs[0]?.idem_expires_at ?? 0);
-    const until = Math.max(await latest(c.paymentIntents), await latest(c.webhookEndpoints));
+    const latestRecord = await c.idempotencyRecords
+      .find({}, { projection: { expires_at: 1 } })
+      .sort({ expires_at: -1 })
+      .limit(1)
+      .toArray()
+      .then((docs) => docs[0]?.expires_at ?? 0);
+    const until = Math.max(await latest(c.paymentIntents), await latest(c.webhookEndpoints), latestRecord);
     await this.deps.redis.set(this.epochKey, String(until), 'NX');
   }
 
@@ -126,22 +132,30 @@ export class IdempotencyStore {
   /** A result cached in Redis: the same request gets the object it created, rendered again. */
   private async replayOf(req: KeyedRequest, entry: Extract<CachedEntry, { s: 'done' }>): Promise<Lookup> {
     if (entry.fp !== req.info.fingerprint) throw errors.idempotencyKeyReused();
-    const body = await this.render(entry.id);
+    const found = await this.render(entry.id);
     // The object is gone (or the entry is stale): the durable record decides.
-    if (body === null) return this.lookupDurable(req);
-    return { kind: 'replay', replay: { status: entry.status, body } };
+    if (found === null) return this.lookupDurable(req);
+    return { kind: 'replay', replay: { status: entry.status, body: found.body } };
   }
 
-  /** The create response of a stored object: its presentation with its secret, as the worker rendered it. */
-  private async render(objectId: string): Promise<string | null> {
+  /**
+   * The recorded answer an entry points at: a create's is its stored object,
+   * presented with its secret as the worker rendered it; a mutation's is its record.
+   * `madeBy`: the object's id, or the mutation's.
+   */
+  private async render(pointer: string): Promise<{ body: string; madeBy: string } | null> {
     const c = this.deps.collections;
-    if (objectId.startsWith('pi_')) {
-      const pi = await c.paymentIntents.findOne({ _id: objectId });
-      return pi && JSON.stringify(presentPaymentIntent(pi, { withSecret: true }));
+    if (pointer.startsWith(RECORD_POINTER_PREFIX)) {
+      const record = await c.idempotencyRecords.findOne({ _id: pointer.slice(RECORD_POINTER_PREFIX.length) });
+      return record && { body: record.body, madeBy: record.mutation };
     }
-    if (objectId.startsWith('we_')) {
-      const endpoint = await c.webhookEndpoints.findOne({ _id: objectId });
-      return endpoint && JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true }));
+    if (pointer.startsWith('pi_')) {
+      const pi = await c.paymentIntents.findOne({ _id: pointer }, { projection: { history: 0 } });
+      return pi && { body: JSON.stringify(presentPaymentIntent(pi, { withSecret: true })), madeBy: pi._id };
+    }
+    if (pointer.startsWith('we_')) {
+      const endpoint = await c.webhookEndpoints.findOne({ _id: pointer });
+      return endpoint && { body: JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true })), madeBy: endpoint._id };
     }
     return null;
   }
@@ -156,11 +170,11 @@ export class IdempotencyStore {
    * publishes it), rendered from the stored object: after a wait for a result timed
    * out, in case its message was missed. Null when there is none yet.
    */
-  async lookupCached(req: KeyedRequest): Promise<Replay | null> {
+  async lookupCached(req: KeyedRequest): Promise<(Replay & { madeBy: string }) | null> {
     const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
     if (entry?.s !== 'done' || entry.fp !== req.info.fingerprint) return null;
-    const body = await this.render(entry.id);
-    return body === null ? null : { status: entry.status, body };
+    const found = await this.render(entry.id);
+    return found === null ? null : { status: entry.status, body: found.body, madeBy: found.madeBy };
   }
 
   /** Frees the key for a retry (after a timeout or a failure to enqueue). */
@@ -174,10 +188,18 @@ export class IdempotencyStore {
   async lookupDurable(req: KeyedRequest): Promise<Lookup> {
     const c = this.deps.collections;
     const filter = { idem: req.info.scopeHash, idem_expires_at: { $gt: this.deps.now() } };
-    const pi = await c.paymentIntents.findOne(filter);
+    const pi = await c.paymentIntents.findOne(filter, { projection: { history: 0 } });
     if (pi) return this.compareDurable(req, pi, JSON.stringify(presentPaymentIntent(pi, { withSecret: true })));
     const endpoint = await c.webhookEndpoints.findOne(filter);
     if (endpoint) return this.compareDurable(req, endpoint, JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true })));
+    const record = await c.idempotencyRecords.findOne({ _id: req.info.scopeHash, expires_at: { $gt: this.deps.now() } });
+    if (record) {
+      const ttl = record.expires_at - this.deps.now();
+      await this.deps.redis
+        .set(req.redisKey, encodeDone(record.fp, recordPointer(record._id), record.status, record.expires_at), 'PX', ttl)
+        .catch(() => undefined);
+      return this.compare(req, record.fp, { status: record.status, body: record.body });
+    }
     return { kind: 'new' };
   }
 

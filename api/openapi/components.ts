@@ -3,6 +3,7 @@
  * and envelope, and the error envelope with every code of the catalogue
  * (common/errors.ts), grouped by HTTP status.
  */
+import { DECLINE_CODES } from '../../common/lifecycle.js';
 import { ERROR_CODES, type ErrorCode } from '../../common/errors.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../schemas/idempotency-key.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../schemas/lists.js';
@@ -143,6 +144,14 @@ export function errorComponents(): { schemas: Record<string, Schema>; responses:
   const responses: Record<string, Schema> = {};
   for (const [status, codes] of codesByStatus()) {
     const types = [...new Set(codes.map((code) => ERROR_CODES[code].type))];
+    // A decline (402) also says why, and carries the intent as the decline left it.
+    const declined: Record<string, Schema> =
+      status === 402
+        ? {
+            operator_decline_code: { type: 'string', enum: Object.keys(DECLINE_CODES), description: "The operator's reason, normalised (see `/docs/errors`)." },
+            payment_intent: ref('PaymentIntent'),
+          }
+        : {};
     schemas[`Error${status}`] = closedObject(
       {
         error: closedObject(
@@ -151,6 +160,7 @@ export function errorComponents(): { schemas: Record<string, Schema>; responses:
             code: { type: 'string', enum: codes, description: 'What went wrong; see `doc_url`.' },
             message: { type: 'string', description: 'For people; may change. Branch on `code`.' },
             param: { type: 'string', description: 'The input at fault, e.g. `amount`, `allowed_operators[2]`, `metadata[color]`.' },
+            ...declined,
             request_id: { type: 'string', pattern: '^req_[0-9A-Za-z]+$', description: 'The request that got this answer (of the first one, in a replay).' },
             doc_url: { type: 'string', format: 'uri', description: 'This code on the error reference page, `/docs/errors#CODE`.' },
           },

@@ -11,6 +11,13 @@ import {
 } from '../schemas/payment-intents.js';
 import { errorResponses, IDEMPOTENCY_PARAMETER, idParameter, LIST_PARAMETERS, listSchema, okResponse } from './components.js';
 import { closedObject, nullable, ref, requestBody, type DocumentPart, type Schema } from './schema.js';
+import { CANCELLATION_REASONS, DECLINE_CODES, PAYMENT_INTENT_STATUSES } from '../../common/lifecycle.js';
+import {
+  PAYMENT_INTENT_CANCEL_FIELDS,
+  PAYMENT_INTENT_CONFIRM_FIELDS,
+  PAYMENT_INTENT_UPDATE_FIELDS,
+  RETURN_URL_MAX_LENGTH,
+} from '../schemas/payment-intent-lifecycle.js';
 
 type PaymentIntentField = keyof ReturnType<typeof presentPaymentIntent>;
 
@@ -69,12 +76,25 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
       amount: { type: 'integer', minimum: MIN_AMOUNT, maximum: MAX_AMOUNT },
       currency: { type: 'string', pattern: '^[a-z]{3}$' },
       description: nullable(description),
-      status: { type: 'string', enum: ['new'] },
+      status: {
+        type: 'string',
+        enum: [...PAYMENT_INTENT_STATUSES],
+        description: '`new` → `requires_action` → `processing` → `succeeded`; a decline returns to `new`; `canceled` and `expired` from `new` or `requires_action`. `succeeded`, `canceled` and `expired` are final.',
+      },
       client_secret: { type: 'string', description: '`pi_…_secret_…`: for the payer\'s side of a payment. Never log it.' },
       automatic_operator: { type: 'boolean' },
       allowed_operators: operators,
       selected_operator: nullable(operator),
-      next_action: { type: 'null', description: 'What the payer must do next; null when nothing is required, as at status `new`.' },
+      next_action: nullable(ref('NextAction')),
+      last_payment_error: nullable(ref('PaymentError')),
+      payment_details: nullable(
+        closedObject(
+          { operator, phone_number: { type: 'string', description: 'Masked: the country code and the last three digits.' } },
+          { description: 'The attempt in flight, or the last one made.' },
+        ),
+      ),
+      canceled_at: nullable({ type: 'integer', description: 'Unix seconds.' }),
+      cancellation_reason: nullable({ type: 'string', enum: [...CANCELLATION_REASONS] }),
       metadata: ref('Metadata'),
       livemode: { type: 'boolean' },
       created: { type: 'integer', description: 'Unix seconds.' },
@@ -83,12 +103,79 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
     { description: 'A payment to collect from a payer through a mobile money operator.' },
   );
 
+  const update = requestBody('PaymentIntentUpdate', PAYMENT_INTENT_UPDATE_FIELDS, {
+    amount: { minimum: MIN_AMOUNT, maximum: MAX_AMOUNT, description: 'Only while `new`.' },
+    currency: { pattern: '^[A-Za-z]{3}$', description: 'Only while `new`.' },
+    description: { ...description, description: 'In any status but a final one.' },
+    metadata: { description: 'Merged into the stored metadata; a key set to "" is removed. In any status but a final one.' },
+    allowed_operators: { ...operators, description: 'Only while `new`.' },
+    selected_operator: { ...operator, description: 'Only while `new`; one of `allowed_operators`.' },
+    automatic_operator: { description: 'Only while `new`.' },
+    expires_at: { description: 'Only while `new`; the same bounds as at create.' },
+  });
+  const confirm = requestBody('PaymentIntentConfirm', PAYMENT_INTENT_CONFIRM_FIELDS, {
+    operator: { ...operator, description: 'One of `allowed_operators`. Default `selected_operator`; with `automatic_operator`, the first allowed operator serving the phone\'s country code.' },
+    phone_number: { pattern: '^\\+[1-9][0-9]{7,14}$', description: 'E.164. In test mode its last three digits choose the outcome (see the README\'s table).', examples: ['+2250700000000'] },
+    otp: { description: 'Orange Money: the one-time code the payer got by USSD (`123456` in test mode).' },
+    return_url: { maxLength: RETURN_URL_MAX_LENGTH, format: 'uri', description: 'Redirect flow (wave): where the payer returns after the checkout page.' },
+  });
+  const cancel = requestBody('PaymentIntentCancel', PAYMENT_INTENT_CANCEL_FIELDS, {
+    cancellation_reason: { enum: [...CANCELLATION_REASONS, null] },
+  });
+  const nextAction: Schema = {
+    description: 'What the payer must do; `type` names the member that says how.',
+    oneOf: [
+      closedObject({
+        type: { const: 'await_phone_approval' },
+        await_phone_approval: closedObject({
+          operator,
+          phone_number: { type: 'string', description: 'Masked.' },
+          display_message: { type: 'string' },
+          expires_at: { type: 'integer', description: 'Unix seconds: when the request on the phone lapses.' },
+        }),
+      }),
+      closedObject({
+        type: { const: 'redirect_to_url' },
+        redirect_to_url: closedObject({ url: { type: 'string', format: 'uri' }, return_url: nullable({ type: 'string', format: 'uri' }) }),
+      }),
+      closedObject({
+        type: { const: 'otp_required' },
+        otp_required: closedObject({ display_message: { type: 'string' }, ussd_code: { type: 'string' }, otp_length: { type: 'integer' } }),
+      }),
+    ],
+  };
+  const paymentError = closedObject(
+    {
+      code: { const: 'payment_declined' },
+      operator: { type: 'string' },
+      operator_decline_code: { type: 'string', enum: Object.keys(DECLINE_CODES) },
+      message: { type: 'string' },
+    },
+    { description: 'Why the last attempt failed.' },
+  );
+  const idParam = idParameter("The payment intent's id.", 'pi_00VbYV85n9aIzXB1ggNYQfQ');
+  const mutation = (operationId: string, summary: string, body: Schema, answer: string, statuses: number[]) => ({
+    post: {
+      operationId,
+      summary,
+      tags,
+      parameters: [idParam, IDEMPOTENCY_PARAMETER],
+      requestBody: body,
+      responses: { ...okResponse(answer, ref('PaymentIntent'), { replayable: true }), ...errorResponses(statuses) },
+    },
+  });
+
   const url = '/v1/payment_intents';
   const tags = ['Payment intents'];
   return {
     tag: { name: tags[0] as string, description: 'Payments to collect. Creates go through a queue; the answer is the created object.' },
     schemas: {
       PaymentIntentCreate: create.schema,
+      PaymentIntentUpdate: update.schema,
+      PaymentIntentConfirm: confirm.schema,
+      PaymentIntentCancel: cancel.schema,
+      NextAction: nextAction,
+      PaymentError: paymentError,
       PaymentIntent: object,
       PaymentIntentList: listSchema('PaymentIntent', { const: url }, 'A page of payment intents, newest first.'),
     },
@@ -116,10 +203,31 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
           operationId: 'retrievePaymentIntent',
           summary: 'Retrieve a payment intent',
           tags,
-          parameters: [idParameter('The payment intent\'s id.', 'pi_00VbYV85n9aIzXB1ggNYQfQ')],
+          parameters: [idParam],
           responses: { ...okResponse('The payment intent.', ref('PaymentIntent')), ...errorResponses([400, 404]) },
         },
+        ...mutation(
+          'updatePaymentIntent',
+          'Update a payment intent',
+          update.body,
+          'The updated payment intent. Only the fields given change; `description` and `metadata` in any status but a final one, the others only while `new`.',
+          [400, 404, 409, 413, 415],
+        ),
       },
+      [`${url}/{id}/confirm`]: mutation(
+        'confirmPaymentIntent',
+        'Confirm a payment intent',
+        confirm.body,
+        'The intent after the confirm: usually `requires_action`, with `next_action`. From `new`, or from `requires_action` to give an `otp`.',
+        [400, 402, 404, 409, 413, 415],
+      ),
+      [`${url}/{id}/cancel`]: mutation(
+        'cancelPaymentIntent',
+        'Cancel a payment intent',
+        cancel.body,
+        'The canceled intent (from `new` or `requires_action`).',
+        [400, 404, 409, 413, 415],
+      ),
     },
   };
 }

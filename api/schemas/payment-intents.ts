@@ -49,7 +49,7 @@ export interface PaymentIntentContext {
   encoding?: BodyEncoding;
 }
 
-function parseCurrency(value: unknown, fallback: string): string {
+export function parseCurrency(value: unknown, fallback: string): string {
   if (value === undefined) return fallback;
   const currency = checkString(value, 'currency');
   const lower = currency.toLowerCase();
@@ -63,7 +63,7 @@ function parseCurrency(value: unknown, fallback: string): string {
   return lower;
 }
 
-function parseAllowedOperators(value: unknown, catalog: readonly string[]): string[] {
+export function parseAllowedOperators(value: unknown, catalog: readonly string[]): string[] {
   return parseDistinctNames(value, 'allowed_operators', {
     catalog,
     fallback: [...catalog],
@@ -100,12 +100,21 @@ function parseAutomaticOperator(value: unknown, selected: string | null): boolea
   return automatic;
 }
 
-function parseExpiresAt(value: unknown, now: number): number {
+export function parseExpiresAt(value: unknown, now: number): number {
   if (value === undefined) return now + EXPIRES_DEFAULT_SECONDS;
   const min = now + EXPIRES_MIN_SECONDS;
   const max = now + EXPIRES_MAX_SECONDS;
   const outOfRange = `Invalid expires_at: it must be a unix timestamp between 60 seconds and 30 days from now (${min} to ${max}).`;
   return checkInteger(value, 'expires_at', { min, max, outOfRange });
+}
+
+export function parseAmount(value: unknown): number {
+  return checkInteger(value, 'amount', {
+    min: MIN_AMOUNT,
+    max: MAX_AMOUNT,
+    tooSmall: () => new ApiError('amount_too_small', `Invalid amount: it must be at least ${MIN_AMOUNT} (amounts are in the smallest currency unit).`, 'amount'),
+    tooLarge: () => new ApiError('amount_too_large', `Invalid amount: it must be at most ${MAX_AMOUNT}.`, 'amount'),
+  });
 }
 
 /**
@@ -116,12 +125,7 @@ function parseExpiresAt(value: unknown, now: number): number {
 export function parsePaymentIntentCreate(raw: Record<string, unknown>, ctx: PaymentIntentContext): PaymentIntentInput {
   const body = typedBody(raw, ctx.encoding ?? 'json', PAYMENT_INTENT_CREATE_FIELDS);
   rejectUnknownFields(body, FIELDS);
-  const amount = checkInteger(required(fieldOf(body, 'amount'), 'amount'), 'amount', {
-    min: MIN_AMOUNT,
-    max: MAX_AMOUNT,
-    tooSmall: () => new ApiError('amount_too_small', `Invalid amount: it must be at least ${MIN_AMOUNT} (amounts are in the smallest currency unit).`, 'amount'),
-    tooLarge: () => new ApiError('amount_too_large', `Invalid amount: it must be at most ${MAX_AMOUNT}.`, 'amount'),
-  });
+  const amount = parseAmount(required(fieldOf(body, 'amount'), 'amount'));
   const currency = parseCurrency(fieldOf(body, 'currency'), ctx.defaultCurrency);
   const description = parseDescription(fieldOf(body, 'description'));
   const metadata = parseMetadata(fieldOf(body, 'metadata'));

@@ -7,17 +7,20 @@
  * whose jobs a crash or a Redis failover lost.
  */
 import type { Job } from 'bullmq';
-import { idTime, randomBase62 } from '../../common/ids.js';
-import { JOBS, type CreateJobResult, type CreatePaymentIntentData, type TypedQueue } from '../../common/jobs.js';
+import { randomBase62 } from '../../common/ids.js';
+import type { CreateJobResult, CreatePaymentIntentData, TypedQueue } from '../../common/jobs.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
-import { isDuplicateKey } from '../../common/mongo.js';
-import { createdEventId, createdEventJson, dispatchJobId, PAYMENT_INTENT_CREATED } from '../../common/events.js';
+import { createdEventId, createdEventJson, PAYMENT_INTENT_CREATED } from '../../common/events.js';
+import { dispatchEventOnce } from '../webhooks/outbox.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import { scopeMayBeHooked } from '../webhooks/subscriptions.js';
+import { scheduleExpiry } from '../lifecycle/follow-ups.js';
 import { runCreate, type CreateDeps } from './create.js';
 
 export interface PaymentIntentDeps extends CreateDeps {
   eventsQueue: TypedQueue<'events'>;
+  /** The expiry of each new intent is a delayed job at its `expires_at`. */
+  intentsQueue: TypedQueue<'intents'>;
 }
 
 export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<CreatePaymentIntentData>): Promise<CreateJobResult> {
@@ -43,28 +46,26 @@ export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<Crea
         metadata: data.input.metadata,
         created: data.created,
         expires_at: data.input.expires_at,
+        attempt: 0,
+        rev: 0,
       };
       return { ...doc, created_event: createdEventJson(doc) };
     },
     present: (doc) => JSON.stringify(presentPaymentIntent(doc, { withSecret: true })),
     after: async (doc) => {
+      const expiry = scheduleExpiry(deps.intentsQueue, doc, deps.now());
       if (await hooked) await dispatchCreatedEvent(deps, doc);
+      await expiry;
     },
   });
 }
 
 async function dispatchCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDoc): Promise<void> {
-  const scope = { project: pi.project, livemode: pi.livemode };
-  const id = createdEventId(pi._id);
-  // The moment of the event is the object's (its id's), the same on every retry:
-  // endpoints created after it do not receive it, whoever dispatches it.
-  const createdMs = idTime(pi._id);
-  // On a retried job the entry may be written again after its deliveries finished:
-  // the redispatch finds the delivery jobs by their ids and adds none twice.
-  await deps.inserts
-    .insert(deps.collections.outbox, { _id: id, ...scope, type: PAYMENT_INTENT_CREATED, json: pi.created_event, created_ms: createdMs })
-    .catch((err: unknown) => {
-      if (!isDuplicateKey(err)) throw err;
-    });
-  await deps.eventsQueue.add(JOBS.dispatchEvent, { eventId: id, ...scope, type: PAYMENT_INTENT_CREATED, createdMs }, { jobId: dispatchJobId(id) });
+  await dispatchEventOnce(deps, {
+    id: createdEventId(pi._id),
+    project: pi.project,
+    livemode: pi.livemode,
+    type: PAYMENT_INTENT_CREATED,
+    json: pi.created_event,
+  });
 }

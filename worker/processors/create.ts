@@ -64,7 +64,7 @@ const REUSED_MESSAGE =
   'Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than the one used in the original request.';
 
 /** Publishes an answer that is not recorded: nothing was created, so a retry with the key runs again. */
-export async function publishRefusal(deps: CreateDeps, jobId: string, data: CreateJobCommon, detail: ErrorDetail, status: number): Promise<CreateJobResult> {
+export async function publishRefusal(deps: Pick<CreateDeps, 'redis' | 'prefix'>, jobId: string, data: CreateJobCommon, detail: ErrorDetail, status: number): Promise<CreateJobResult> {
   const body = errorBody(detail, data.requestId, data.baseUrl);
   const message: CreateResultMessage = { jobId, fingerprint: data.idempotency?.fingerprint ?? null, status, body };
   await deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message));

@@ -7,9 +7,11 @@ import type { Collections } from '../../common/mongo.js';
  */
 export async function sweepIdempotency(c: Collections, now: number): Promise<{ freed: number }> {
   const expired = { idem: { $exists: true }, idem_expires_at: { $lte: now } };
-  const [pis, endpoints] = await Promise.all([
+  const [pis, endpoints, records] = await Promise.all([
     c.paymentIntents.updateMany(expired, { $unset: { idem: '' } }),
     c.webhookEndpoints.updateMany(expired, { $unset: { idem: '' } }),
+    // The records of mutations (confirm, cancel, updates) are documents of their own.
+    c.idempotencyRecords.deleteMany({ expires_at: { $lte: now } }),
   ]);
-  return { freed: pis.modifiedCount + endpoints.modifiedCount };
+  return { freed: pis.modifiedCount + endpoints.modifiedCount + records.deletedCount };
 }

@@ -3,8 +3,8 @@
  * taken from its job: it loads the event by id from MongoDB, and the event carries
  * its own scope, which the delivery compares with the endpoint's.
  *
- * Today the only stored event is `payment_intent.created`, kept in the payment
- * intent's own document (`evt_X` is the created event of `pi_X`). On FerretDB this
+ * `payment_intent.created` is kept in the payment intent's own document (`evt_X`
+ * is the created event of `pi_X`); every other event in the `events` collection. On FerretDB this
  * keyed read scans the collection; on MongoDB it is an `_id` lookup.
  */
 import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
@@ -22,6 +22,9 @@ export interface StoredEvent {
 /** The event with this id, or null when there is none. */
 export async function loadEvent(collections: Collections, eventId: string): Promise<StoredEvent | null> {
   if (!eventId.startsWith('evt_')) return null;
+  // Events of transitions have their own documents; a created event lives in its object's.
+  const other = await collections.events.findOne({ _id: eventId });
+  if (other) return { id: eventId, type: other.type, project: other.project, livemode: other.livemode, json: other.json };
   const objectId = objectIdOfCreatedEvent(eventId);
   // The mapping is only a prefix swap: make sure it leads back to this very id.
   if (createdEventId(objectId) !== eventId) return null;

@@ -21,6 +21,7 @@ const PI = '/v1/payment_intents';
 let stack: Stack;
 let subscriber: Redis;
 let eventsQueue: TypedQueue<'events'>;
+let intentsQueue: TypedQueue<'intents'>;
 const published = new Map<string, CreateResultMessage[]>();
 
 test.before(async () => {
@@ -32,10 +33,12 @@ test.before(async () => {
   });
   await subscriber.subscribe(resultsChannel(stack.config.queuePrefix));
   eventsQueue = openQueue(QUEUES.events, { connection: stack.redis, prefix: stack.config.queuePrefix });
+  intentsQueue = openQueue(QUEUES.intents, { connection: stack.redis, prefix: stack.config.queuePrefix });
 });
 
 test.after.always(async () => {
   await eventsQueue?.close();
+  await intentsQueue?.close();
   await subscriber?.quit();
   await stack?.close();
 });
@@ -47,7 +50,7 @@ function world() {
   const ids = new IdGenerator(clock.now);
   // The first insert of each job goes through group commit, as in the worker.
   const inserts = new InsertBatcher({ maxDocs: 16, waitMs: 2 });
-  const deps = { collections: stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue, inserts };
+  const deps = { collections: stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue, intentsQueue, inserts };
   return {
     scope,
     clock,

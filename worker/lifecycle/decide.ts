@@ -1,0 +1,359 @@
+/**
+ * Decisions of the payment intent lifecycle (DESIGN.md section 7): given the stored
+ * intent and what was asked, which change to make, which event it records, how it is
+ * answered, and which delayed jobs follow. Pure: no I/O, no clock but the one given,
+ * so every rule is testable alone. worker/lifecycle/transition.ts applies a decision
+ * with a conditional update.
+ */
+import type { ErrorDetail } from '../../common/errors.js';
+import type { EventType } from '../../common/events.js';
+import type { PaymentIntentDoc } from '../../common/documents.js';
+import {
+  flowOf,
+  isFinal,
+  maskPhone,
+  ORANGE_OTP_USSD,
+  OTP_LENGTH,
+  paymentError,
+  simulatedOutcome,
+  TEST_OTP,
+  type DeclineCode,
+  type FollowUp,
+  type NextAction,
+  type SimulatedOutcome,
+} from '../../common/lifecycle.js';
+import type { MetadataPairs } from '../../common/metadata.js';
+import { automaticOperator } from '../../common/operators.js';
+import type { CancelInput, ConfirmInput, OperatorOutcomeData, PaymentIntentUpdateInput } from '../../common/jobs.js';
+
+export type Decision =
+  /** A deterministic refusal: nothing changes; a request gets this answer (and records it). */
+  | { kind: 'refuse'; status: number; detail: ErrorDetail }
+  /** Nothing to do (an operator answer that arrived too late, an expiry moved away). */
+  | { kind: 'skip'; reason: string }
+  | {
+      kind: 'apply';
+      set: Partial<PaymentIntentDoc>;
+      event: EventType | null;
+      /** `declined`: a confirm the operator refused at once, answered 402. */
+      answer: 'object' | 'declined';
+      followUps: FollowUp[];
+    };
+
+export interface DecideContext {
+  /** Unix seconds. */
+  now: number;
+  simulator: { approvalDelayMs: number; processingDelayMs: number; slowDelayMs: number; approvalWindowMs: number };
+  /** Where the api serves the test checkout page. */
+  baseUrl: string;
+  /** A fresh unguessable token (the test checkout page's). */
+  token: () => string;
+  /** Live mode: the operators that have a connector (worker/operators/connector.ts). */
+  liveOperators: ReadonlySet<string>;
+}
+
+function unexpected(doc: PaymentIntentDoc, action: string): Decision {
+  return {
+    kind: 'refuse',
+    status: 400,
+    detail: { code: 'payment_intent_unexpected_state', message: `You cannot ${action} this PaymentIntent because it has a status of ${doc.status}.` },
+  };
+}
+
+function refuse(detail: ErrorDetail): Decision {
+  return { kind: 'refuse', status: 400, detail };
+}
+
+/** Fields every end of an attempt sets: the phone number in full is dropped. */
+function endAttempt(doc: PaymentIntentDoc): Partial<PaymentIntentDoc> {
+  return { next_action: null, payment: doc.payment ? { ...doc.payment, phone_number: null, checkout_token: null } : null };
+}
+
+function decline(doc: PaymentIntentDoc, code: DeclineCode, answer: 'object' | 'declined', now: number): Decision {
+  const operator = doc.payment?.operator ?? 'unknown';
+  return {
+    kind: 'apply',
+    set: { ...endAttempt(doc), status: 'new', last_payment_error: paymentError(operator, code) },
+    event: 'payment_intent.payment_failed',
+    answer,
+    // An attempt that ends after `expires_at` hands the intent to its expiry.
+    followUps: doc.expires_at <= now ? [{ kind: 'expire', expiresAt: doc.expires_at }] : [],
+  };
+}
+
+function formatAmount(doc: PaymentIntentDoc): string {
+  return `${doc.amount} ${doc.currency.toUpperCase()}`;
+}
+
+/** The operator of a confirm: named, selected, or chosen by country code. */
+function resolveOperator(doc: PaymentIntentDoc, input: ConfirmInput): string | ErrorDetail {
+  if (input.operator !== null) {
+    if (!doc.allowed_operators.includes(input.operator)) {
+      return {
+        code: 'operator_invalid',
+        message: `Invalid operator: "${input.operator}" is not one of this PaymentIntent's allowed_operators (${doc.allowed_operators.join(', ')}).`,
+        param: 'operator',
+      };
+    }
+    return input.operator;
+  }
+  if (doc.selected_operator !== null) return doc.selected_operator;
+  if (doc.automatic_operator) {
+    const chosen = automaticOperator(input.phone_number, doc.allowed_operators);
+    if (chosen !== null) return chosen;
+    return {
+      code: 'operator_invalid',
+      message: `None of this PaymentIntent's allowed_operators serves the country of ${maskPhone(input.phone_number)}; pass operator.`,
+      param: 'operator',
+    };
+  }
+  return { code: 'parameter_missing', message: 'Missing required param: operator (the PaymentIntent has no selected_operator and automatic_operator is false).', param: 'operator' };
+}
+
+export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: DecideContext): Decision {
+  if (doc.status === 'requires_action') return decideOtp(doc, input, ctx);
+  if (doc.status !== 'new') return unexpected(doc, 'confirm');
+  const operator = resolveOperator(doc, input);
+  if (typeof operator !== 'string') return refuse(operator);
+  const flow = flowOf(operator);
+  if (input.otp !== null && flow !== 'otp') {
+    return refuse({ code: 'parameter_invalid', message: `Invalid otp: ${operator} does not use one-time codes.`, param: 'otp' });
+  }
+  if (doc.livemode && !ctx.liveOperators.has(operator)) {
+    return refuse({
+      code: 'operator_not_configured',
+      message: `No live connector is configured for ${operator}: live payments through it cannot be made yet.`,
+      param: 'operator',
+    });
+  }
+  const attempt = (doc.attempt ?? 0) + 1;
+  const payment = {
+    operator,
+    phone_number: input.phone_number,
+    phone_masked: maskPhone(input.phone_number),
+    return_url: input.return_url,
+    checkout_token: null as string | null,
+  };
+  const started: PaymentIntentDoc = { ...doc, attempt, payment, last_payment_error: null };
+  // Live mode has no magic numbers: the operator answers.
+  const outcome: SimulatedOutcome = doc.livemode ? { kind: 'succeed', slow: false } : simulatedOutcome(input.phone_number);
+  if (outcome.kind === 'decline' && outcome.stage === 'confirm') {
+    const declined = decline(started, outcome.code, 'declined', ctx.now);
+    if (declined.kind === 'apply') declined.set = { attempt, ...declined.set };
+    return declined;
+  }
+  const base = { attempt, payment, last_payment_error: null };
+  switch (flow) {
+    case 'phone_approval': {
+      const nextAction: NextAction = {
+        type: 'await_phone_approval',
+        await_phone_approval: {
+          operator,
+          phone_number: payment.phone_masked,
+          display_message: `Approve the payment of ${formatAmount(doc)} on your phone.`,
+          expires_at: ctx.now + Math.ceil(ctx.simulator.approvalWindowMs / 1000),
+        },
+      };
+      return {
+        kind: 'apply',
+        set: { ...base, status: 'requires_action', next_action: nextAction },
+        event: 'payment_intent.requires_action',
+        answer: 'object',
+        followUps: payerFollowUps(outcome, ctx, doc.livemode),
+      };
+    }
+    case 'redirect': {
+      const token = `${doc._id}.${ctx.token()}`;
+      const nextAction: NextAction = {
+        type: 'redirect_to_url',
+        redirect_to_url: { url: `${ctx.baseUrl}/test/checkout/${token}`, return_url: input.return_url },
+      };
+      return {
+        kind: 'apply',
+        set: { ...base, payment: { ...payment, checkout_token: token }, status: 'requires_action', next_action: nextAction },
+        event: 'payment_intent.requires_action',
+        answer: 'object',
+        // The payer's buttons on the checkout page enqueue the outcome.
+        followUps: [],
+      };
+    }
+    case 'otp': {
+      if (input.otp === null || outcome.kind === 'silent') {
+        return {
+          kind: 'apply',
+          set: { ...base, status: 'requires_action', next_action: otpRequired() },
+          event: 'payment_intent.requires_action',
+          answer: 'object',
+          followUps: [],
+        };
+      }
+      return checkOtp(started, input.otp, base, ctx);
+    }
+  }
+}
+
+function otpRequired(): NextAction {
+  return {
+    type: 'otp_required',
+    otp_required: {
+      display_message: `Dial ${ORANGE_OTP_USSD} on your phone to get a one-time code, then confirm again with it.`,
+      ussd_code: ORANGE_OTP_USSD,
+      otp_length: OTP_LENGTH,
+    },
+  };
+}
+
+function payerFollowUps(outcome: SimulatedOutcome, ctx: DecideContext, livemode: boolean): FollowUp[] {
+  // Live answers come from the operator's connector, never from the simulator.
+  if (livemode || outcome.kind === 'silent') return [];
+  const delayMs = outcome.kind === 'succeed' && outcome.slow ? ctx.simulator.slowDelayMs : ctx.simulator.approvalDelayMs;
+  return [{ kind: 'outcome', step: 'payer', delayMs }];
+}
+
+/** A confirm in `requires_action`: only to give the one-time code of an Orange Money attempt. */
+function decideOtp(doc: PaymentIntentDoc, input: ConfirmInput, ctx: DecideContext): Decision {
+  if (input.otp === null || doc.payment === null || doc.payment === undefined || flowOf(doc.payment.operator) !== 'otp') {
+    return unexpected(doc, 'confirm');
+  }
+  if (simulatedOutcome(doc.payment.phone_number ?? '').kind === 'silent') {
+    // The operator never answers: the intent waits for its expiry.
+    return { kind: 'apply', set: {}, event: null, answer: 'object', followUps: [] };
+  }
+  return checkOtp(doc, input.otp, {}, ctx);
+}
+
+function checkOtp(doc: PaymentIntentDoc, otp: string, base: Partial<PaymentIntentDoc>, ctx: DecideContext): Decision {
+  if (otp !== TEST_OTP) {
+    const declined = decline(doc, 'invalid_otp', 'declined', ctx.now);
+    if (declined.kind === 'apply') declined.set = { ...base, ...declined.set };
+    return declined;
+  }
+  return {
+    kind: 'apply',
+    set: { ...base, status: 'processing', next_action: null },
+    event: 'payment_intent.processing',
+    answer: 'object',
+    followUps: [{ kind: 'outcome', step: 'settle', delayMs: ctx.simulator.processingDelayMs }],
+  };
+}
+
+export function decideCancel(doc: PaymentIntentDoc, input: CancelInput, now: number): Decision {
+  if (doc.status !== 'new' && doc.status !== 'requires_action') return unexpected(doc, 'cancel');
+  return {
+    kind: 'apply',
+    set: { ...endAttempt(doc), status: 'canceled', canceled_at: now, cancellation_reason: input.cancellation_reason },
+    event: 'payment_intent.canceled',
+    answer: 'object',
+    followUps: [],
+  };
+}
+
+/** Stripe's metadata merge: keys given replace, a key set to "" is removed, others stay. */
+export function mergeMetadata(current: MetadataPairs, changes: MetadataPairs): MetadataPairs {
+  const merged = new Map(current.map((p) => [p.k, p.v] as const));
+  for (const { k, v } of changes) {
+    if (v === '') merged.delete(k);
+    else merged.set(k, v);
+  }
+  return [...merged].map(([k, v]) => ({ k, v }));
+}
+
+const ANY_STATUS_FIELDS = new Set(['description', 'metadata']);
+
+export function decideUpdate(doc: PaymentIntentDoc, input: PaymentIntentUpdateInput): Decision {
+  if (isFinal(doc.status)) return unexpected(doc, 'update');
+  const given = Object.keys(input) as Array<keyof PaymentIntentUpdateInput>;
+  const restricted = given.filter((name) => !ANY_STATUS_FIELDS.has(name));
+  if (doc.status !== 'new' && restricted.length > 0) {
+    return {
+      kind: 'refuse',
+      status: 400,
+      detail: {
+        code: 'payment_intent_unexpected_state',
+        message: `You cannot update ${restricted.join(', ')} of this PaymentIntent because it has a status of ${doc.status}; only description and metadata can change after a confirm.`,
+        param: restricted[0],
+      },
+    };
+  }
+  const allowed = input.allowed_operators ?? doc.allowed_operators;
+  const selected = input.selected_operator !== undefined ? input.selected_operator : doc.selected_operator;
+  if (selected !== null && !allowed.includes(selected)) {
+    return refuse({
+      code: 'operator_invalid',
+      message: `Invalid selected_operator: "${selected}" is not one of the allowed operators (${allowed.join(', ')}).`,
+      param: input.selected_operator !== undefined ? 'selected_operator' : 'allowed_operators',
+    });
+  }
+  const automatic = input.automatic_operator ?? (input.selected_operator !== undefined ? selected === null : doc.automatic_operator);
+  if (automatic && selected !== null) {
+    return refuse({
+      code: 'parameter_conflict',
+      message: 'automatic_operator cannot be true when a selected_operator is given: choose one or the other.',
+      param: 'automatic_operator',
+    });
+  }
+  const set: Partial<PaymentIntentDoc> = {};
+  if (input.amount !== undefined) set.amount = input.amount;
+  if (input.currency !== undefined) set.currency = input.currency;
+  if (input.description !== undefined) set.description = input.description;
+  if (input.metadata !== undefined) set.metadata = mergeMetadata(doc.metadata, input.metadata);
+  if (input.allowed_operators !== undefined) set.allowed_operators = allowed;
+  if (input.selected_operator !== undefined || input.automatic_operator !== undefined) {
+    set.selected_operator = selected;
+    set.automatic_operator = automatic;
+  }
+  const followUps: FollowUp[] = [];
+  if (input.expires_at !== undefined) {
+    set.expires_at = input.expires_at;
+    followUps.push({ kind: 'expire', expiresAt: input.expires_at });
+  }
+  return { kind: 'apply', set, event: null, answer: 'object', followUps };
+}
+
+/** An operator's answer (the simulator's in test mode) about attempt `data.attempt`. */
+export function decideOutcome(doc: PaymentIntentDoc, data: OperatorOutcomeData, ctx: DecideContext): Decision {
+  if ((doc.attempt ?? 0) !== data.attempt) return { kind: 'skip', reason: `arrived too late: attempt ${data.attempt} is over` };
+  const phone = doc.payment?.phone_number ?? '';
+  const outcome = simulatedOutcome(phone);
+  if (data.step === 'payer') {
+    if (doc.status !== 'requires_action') return { kind: 'skip', reason: `arrived too late: the intent is ${doc.status}` };
+    if (data.action === 'cancel') {
+      return decideCancel(doc, { cancellation_reason: 'abandoned' }, ctx.now);
+    }
+    if (data.action === 'decline') return decline(doc, 'payer_declined', 'object', ctx.now);
+    if (outcome.kind === 'silent') return { kind: 'skip', reason: 'the operator never answers (suffix 010)' };
+    if (outcome.kind === 'decline' && outcome.stage !== 'processing') return decline(doc, outcome.code, 'object', ctx.now);
+    return {
+      kind: 'apply',
+      set: { status: 'processing', next_action: null },
+      event: 'payment_intent.processing',
+      answer: 'object',
+      followUps: [{ kind: 'outcome', step: 'settle', delayMs: ctx.simulator.processingDelayMs }],
+    };
+  }
+  if (doc.status !== 'processing') return { kind: 'skip', reason: `arrived too late: the intent is ${doc.status}` };
+  if (outcome.kind === 'decline') return decline(doc, outcome.code, 'object', ctx.now);
+  return {
+    kind: 'apply',
+    set: { ...endAttempt(doc), status: 'succeeded' },
+    event: 'payment_intent.succeeded',
+    answer: 'object',
+    followUps: [],
+  };
+}
+
+/** The expiry job of `expires_at`: from `new` or `requires_action`; an attempt in `processing` resolves first. */
+export function decideExpiry(doc: PaymentIntentDoc, scheduledFor: number, now: number): Decision {
+  if (doc.expires_at !== scheduledFor) return { kind: 'skip', reason: 'expires_at was changed' };
+  if (doc.status !== 'new' && doc.status !== 'requires_action') return { kind: 'skip', reason: `the intent is ${doc.status}` };
+  // BullMQ runs a delayed job at or after its time; a second of slack for clocks.
+  if (doc.expires_at > now + 1) return { kind: 'skip', reason: 'not expired yet' };
+  return {
+    kind: 'apply',
+    set: { ...endAttempt(doc), status: 'expired' },
+    event: 'payment_intent.expired',
+    answer: 'object',
+    followUps: [],
+  };
+}
+

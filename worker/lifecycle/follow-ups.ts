@@ -1,0 +1,55 @@
+/**
+ * The delayed jobs of the lifecycle: operator answers (the simulator's, standing in
+ * for an operator's callback) and the expiry at `expires_at`. Their ids are derived
+ * from what they are about, so a transition applied again (a retried job) schedules
+ * nothing twice, and each job's decision re-checks the intent's status and attempt,
+ * so a job that runs late or twice changes nothing.
+ */
+import type { JobsOptions } from 'bullmq';
+import { JOBS, type Scope, type TypedQueue } from '../../common/jobs.js';
+import type { FollowUp } from '../../common/lifecycle.js';
+
+const OPTIONS: JobsOptions = {
+  attempts: 1000,
+  backoff: { type: 'capped' },
+  removeOnComplete: { age: 3600, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+export function outcomeJobId(paymentIntent: string, attempt: number, step: string): string {
+  return `outcome-${paymentIntent}-${attempt}-${step}`;
+}
+
+export function expiryJobId(paymentIntent: string, expiresAt: number, attempt: number): string {
+  return `expire-${paymentIntent}-${expiresAt}-${attempt}`;
+}
+
+interface Target extends Scope {
+  _id: string;
+  expires_at: number;
+  attempt?: number;
+}
+
+/** The expiry of an intent at its `expires_at` (unix seconds); `now` in epoch ms. */
+export async function scheduleExpiry(queue: TypedQueue<'intents'>, pi: Target, now: number, expiresAt = pi.expires_at): Promise<void> {
+  await queue.add(
+    JOBS.expirePaymentIntent,
+    { paymentIntent: pi._id, project: pi.project, livemode: pi.livemode, expiresAt },
+    { ...OPTIONS, jobId: expiryJobId(pi._id, expiresAt, pi.attempt ?? 0), delay: Math.max(0, expiresAt * 1000 - now) },
+  );
+}
+
+export async function scheduleFollowUps(queue: TypedQueue<'intents'>, pi: Target, followUps: FollowUp[], now: number): Promise<void> {
+  for (const followUp of followUps) {
+    if (followUp.kind === 'expire') {
+      await scheduleExpiry(queue, pi, now, followUp.expiresAt);
+      continue;
+    }
+    const attempt = pi.attempt ?? 0;
+    await queue.add(
+      JOBS.operatorOutcome,
+      { paymentIntent: pi._id, project: pi.project, livemode: pi.livemode, attempt, step: followUp.step },
+      { ...OPTIONS, jobId: outcomeJobId(pi._id, attempt, followUp.step), delay: followUp.delayMs },
+    );
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * Applies a lifecycle decision to a payment intent, at most once. What it promises:
+ *
+ * - One conditional update per transition: the filter names the intent's `rev` (and
+ *   its status and attempt) as they were when the decision was made, so two racing
+ *   jobs cannot both apply; the loser reads the intent again and decides again
+ *   (a cancel that lost to a success is then refused, an operator answer that lost
+ *   to a cancel is dropped as late).
+ * - The same update pushes a `history` entry: the mutation's id, its answer, its
+ *   event and its delayed jobs. So the event is recorded atomically with the change,
+ *   and a retried job (crash, stall, lost connection) finds its entry and finishes
+ *   what it had begun (the event's own document, its dispatch, the delayed jobs)
+ *   instead of applying anything twice. Every step after the update is idempotent.
+ * - Infrastructure faults are thrown, so BullMQ retries the job.
+ */
+import type { Filter } from 'mongodb';
+import type { PaymentIntentDoc, MutationRecord } from '../../common/documents.js';
+import { errorBody } from '../../common/errors.js';
+import { idTime, type IdGenerator } from '../../common/ids.js';
+import type { Scope, TypedQueue } from '../../common/jobs.js';
+import type { Collections } from '../../common/mongo.js';
+import { isDuplicateKey } from '../../common/mongo.js';
+import { buildEventJson, presentPaymentIntent } from '../../common/presenters.js';
+import type { InsertBatcher } from '../group-commit.js';
+import { dispatchEventOnce } from '../webhooks/outbox.js';
+import { scopeMayBeHooked } from '../webhooks/subscriptions.js';
+import type { Redis } from 'ioredis';
+import type { Decision } from './decide.js';
+import { scheduleFollowUps } from './follow-ups.js';
+
+export interface TransitionDeps {
+  collections: Collections;
+  inserts: InsertBatcher;
+  redis: Redis;
+  prefix: string;
+  eventsQueue: TypedQueue<'events'>;
+  intentsQueue: TypedQueue<'intents'>;
+  ids: IdGenerator;
+  /** Epoch ms. */
+  now: () => number;
+}
+
+export interface Mutation extends Scope {
+  /** The intent. */
+  target: string;
+  /** The mutation's id: a retried job keeps it. */
+  id: string;
+  /** For the error body of a 402: the request's id and origin. */
+  requestId: string;
+  baseUrl: string;
+}
+
+export type TransitionResult =
+  | { kind: 'missing' }
+  | { kind: 'refused'; status: number; body: string }
+  | { kind: 'skipped'; reason: string; doc: PaymentIntentDoc }
+  | { kind: 'applied'; record: MutationRecord; doc: PaymentIntentDoc };
+
+/** How many times a mutation that lost a race decides again before the job is retried. */
+const MAX_RACES = 8;
+
+/** Everything stored but the history: what presentations and decisions read. */
+const WITHOUT_HISTORY = { created_event: 0 } as const;
+
+export async function transition(
+  deps: TransitionDeps,
+  mutation: Mutation,
+  decide: (doc: PaymentIntentDoc) => Decision,
+): Promise<TransitionResult> {
+  const c = deps.collections.paymentIntents;
+  for (let race = 0; race < MAX_RACES; race++) {
+    const doc = await c.findOne({ _id: mutation.target, project: mutation.project, livemode: mutation.livemode }, { projection: WITHOUT_HISTORY });
+    if (!doc) return { kind: 'missing' };
+    const done = doc.history?.find((h) => h.m === mutation.id);
+    if (done) {
+      await finish(deps, doc, done);
+      return { kind: 'applied', record: done, doc };
+    }
+    const decision = decide(doc);
+    if (decision.kind === 'refuse') {
+      return { kind: 'refused', status: decision.status, body: errorBody(decision.detail, mutation.requestId, mutation.baseUrl) };
+    }
+    if (decision.kind === 'skip') return { kind: 'skipped', reason: decision.reason, doc };
+
+    const rev = doc.rev ?? 0;
+    const after: PaymentIntentDoc = { ...doc, ...decision.set, rev: rev + 1 };
+    const object = presentPaymentIntent(after);
+    const evt = decision.event === null ? null : eventOf(deps, after, decision.event, object);
+    const record: MutationRecord = {
+      m: mutation.id,
+      ...answerOf(decision.answer, after, object, mutation),
+      evt,
+      fu: decision.followUps,
+      at: after.attempt ?? 0,
+    };
+    const filter = {
+      _id: doc._id,
+      status: doc.status,
+      attempt: doc.attempt ?? 0,
+      rev: doc.rev === undefined ? { $exists: false } : rev,
+    } as unknown as Filter<PaymentIntentDoc>;
+    // `attempt` of a document no transition has touched yet is absent, not 0.
+    if (doc.attempt === undefined) (filter as Record<string, unknown>).attempt = { $exists: false };
+    const updated = await c.updateOne(filter, { $set: { ...decision.set, rev: rev + 1 }, $push: { history: record } });
+    if (updated.matchedCount === 0) continue; // another mutation got there first: decide again
+    after.history = [...(doc.history ?? []), record];
+    await finish(deps, after, record);
+    return { kind: 'applied', record, doc: after };
+  }
+  throw new Error(`payment intent ${mutation.target}: still changing after ${MAX_RACES} tries`);
+}
+
+function eventOf(deps: TransitionDeps, after: PaymentIntentDoc, type: string, object: unknown): NonNullable<MutationRecord['evt']> {
+  const id = deps.ids.next('event');
+  const json = buildEventJson({ id, type, created: Math.floor(deps.now() / 1000), livemode: after.livemode, object });
+  return { id, type, json };
+}
+
+function answerOf(kind: 'object' | 'declined', after: PaymentIntentDoc, object: unknown, mutation: Mutation): { st: number; res: string } {
+  if (kind === 'object') return { st: 200, res: JSON.stringify(object) };
+  const error = after.last_payment_error;
+  return {
+    st: 402,
+    res: errorBody(
+      {
+        code: 'payment_declined',
+        message: error?.message ?? 'The operator declined the payment.',
+        operator_decline_code: error?.operator_decline_code,
+        payment_intent: object,
+      },
+      mutation.requestId,
+      mutation.baseUrl,
+    ),
+  };
+}
+
+/** What follows an applied transition; every step idempotent, so a retry may run it again. */
+async function finish(deps: TransitionDeps, doc: PaymentIntentDoc, record: MutationRecord): Promise<void> {
+  const steps: Array<Promise<unknown>> = [];
+  if (record.evt) {
+    const evt = record.evt;
+    steps.push(recordEvent(deps, doc, evt));
+  }
+  // The attempt the transition was about, not the intent's current one (a retry may come later).
+  if (record.fu.length > 0) steps.push(scheduleFollowUps(deps.intentsQueue, { ...doc, attempt: record.at }, record.fu, deps.now()));
+  await Promise.all(steps);
+}
+
+async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: NonNullable<MutationRecord['evt']>): Promise<void> {
+  const scope = { project: doc.project, livemode: doc.livemode };
+  const hooked = scopeMayBeHooked(deps.redis, deps.prefix, deps.collections, scope);
+  hooked.catch(() => undefined); // awaited below
+  await deps.inserts
+    .insert(deps.collections.events, { _id: evt.id, ...scope, type: evt.type, object_id: doc._id, json: evt.json, created_ms: idTime(evt.id) })
+    .catch((err: unknown) => {
+      if (!isDuplicateKey(err)) throw err;
+    });
+  if (await hooked) await dispatchEventOnce(deps, { id: evt.id, ...scope, type: evt.type, json: evt.json });
+}
