@@ -137,8 +137,14 @@ export interface WebhookEndpointDoc extends IdempotencyFields {
   description: string | null;
   metadata: MetadataPairs;
   status: 'enabled' | 'disabled';
-  /** `whsec_…`; signs deliveries. Never presented after the create response. */
+  /** `whsec_…`; signs deliveries. Presented only in the create and rotation responses. */
   secret: string;
+  /** After a rotation with a grace period: the secret before it, which also signs every delivery until `previous_secret_expires_at`. */
+  previous_secret?: string | null;
+  /** Epoch ms. */
+  previous_secret_expires_at?: number | null;
+  /** The mutation that made the current secret: a retried rotation finds it and makes no second one. */
+  rotated_by?: string | null;
   created: number;
   /** Epoch ms of the first failure of the current run of failures; null when the last attempt succeeded. */
   failing_since: number | null;

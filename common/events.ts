@@ -22,6 +22,12 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/**
+ * Sent by `POST /v1/webhook_endpoints/{id}/test` to that endpoint only: in the
+ * catalog, but never stored, never listed, never subscribed to (`*` does not match it).
+ */
+export const WEBHOOK_ENDPOINT_TEST = 'webhook_endpoint.test';
+
 /** In `enabled_events`: every type of the catalog. */
 export const ALL_EVENTS = '*';
 

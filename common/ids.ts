@@ -77,6 +77,11 @@ export function idTime(id: string): number {
   return value;
 }
 
+/** The smallest id body of the millisecond `ms`: ids made at or after `ms` sort at or above it. */
+export function idBodyFloor(ms: number): string {
+  return encode(ms, TIME_CHARS) + '0'.repeat(COUNTER_CHARS + RANDOM_CHARS);
+}
+
 /** Random bytes are drawn in batches: one `randomFillSync` per 4 KiB, not one per id. */
 const pool = Buffer.alloc(4096);
 let poolOffset = pool.length;

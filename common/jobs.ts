@@ -43,6 +43,12 @@ export const JOBS = {
   confirmPaymentIntent: 'payment_intent.confirm.v1',
   cancelPaymentIntent: 'payment_intent.cancel.v1',
   updatePaymentIntent: 'payment_intent.update.v1',
+  updateWebhookEndpoint: 'webhook_endpoint.update.v1',
+  deleteWebhookEndpoint: 'webhook_endpoint.delete.v1',
+  rotateWebhookSecret: 'webhook_endpoint.rotate_secret.v1',
+  resendWebhookEvent: 'webhook_endpoint.resend.v1',
+  recoverWebhookEvents: 'webhook_endpoint.recover.v1',
+  testWebhookEndpoint: 'webhook_endpoint.test.v1',
   operatorOutcome: 'payment_intent.operator_outcome.v1',
   expirePaymentIntent: 'payment_intent.expire.v1',
   dispatchEvent: 'event.dispatch.v2',
@@ -114,6 +120,32 @@ export interface CreateWebhookEndpointData extends RequestJobBase {
  */
 export interface MutationJobBase extends RequestJobBase {
   target: string;
+}
+
+/** Only the fields given; `metadata` is merged (a key set to "" is removed). */
+export interface WebhookEndpointUpdateInput {
+  url?: string;
+  enabled_events?: string[];
+  description?: string | null;
+  metadata?: MetadataPairs;
+  disabled?: boolean;
+}
+
+export interface UpdateWebhookEndpointData extends MutationJobBase {
+  input: WebhookEndpointUpdateInput;
+}
+/** Also the data of delete and test, which take no input. */
+export interface WebhookEndpointMutationData extends MutationJobBase {
+  input: Record<string, never>;
+}
+export interface RotateWebhookSecretData extends MutationJobBase {
+  input: { expire_previous_in: number };
+}
+export interface ResendWebhookEventData extends MutationJobBase {
+  input: { event: string };
+}
+export interface RecoverWebhookEventsData extends MutationJobBase {
+  input: { since: number };
 }
 
 export interface ConfirmInput {
@@ -224,6 +256,11 @@ export interface DispatchEventData {
 export interface DeliverWebhookData {
   eventId: string;
   endpointId: string;
+  /**
+   * A chain asked for by `resend` or `recover`, besides the event's own: it does
+   * not count toward the event's pending deliveries (its outbox entry).
+   */
+  redelivery?: true;
 }
 
 /** Every job of every queue: its data and what its processor returns. */
@@ -234,6 +271,12 @@ export interface QueueJobs {
     [JOBS.confirmPaymentIntent]: { data: ConfirmPaymentIntentData; result: CreateJobResult };
     [JOBS.cancelPaymentIntent]: { data: CancelPaymentIntentData; result: CreateJobResult };
     [JOBS.updatePaymentIntent]: { data: UpdatePaymentIntentData; result: CreateJobResult };
+    [JOBS.updateWebhookEndpoint]: { data: UpdateWebhookEndpointData; result: CreateJobResult };
+    [JOBS.deleteWebhookEndpoint]: { data: WebhookEndpointMutationData; result: CreateJobResult };
+    [JOBS.rotateWebhookSecret]: { data: RotateWebhookSecretData; result: CreateJobResult };
+    [JOBS.resendWebhookEvent]: { data: ResendWebhookEventData; result: CreateJobResult };
+    [JOBS.recoverWebhookEvents]: { data: RecoverWebhookEventsData; result: CreateJobResult };
+    [JOBS.testWebhookEndpoint]: { data: WebhookEndpointMutationData; result: CreateJobResult };
   };
   intents: {
     [JOBS.operatorOutcome]: { data: OperatorOutcomeData; result: TransitionJobResult };

@@ -17,6 +17,15 @@ import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
 import { liveConnectors } from './operators/connector.js';
 import {
+  deleteWebhookEndpoint,
+  recoverWebhookEvents,
+  resendWebhookEvent,
+  rotateWebhookSecret,
+  testWebhookEndpoint,
+  updateWebhookEndpoint,
+  type EndpointMutationDeps,
+} from './processors/webhook-endpoint-mutations.js';
+import {
   applyOperatorOutcome,
   cancelPaymentIntent,
   confirmPaymentIntent,
@@ -100,6 +109,11 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     },
   };
 
+  // A slot is held for at most one attempt's deadline plus the time to record it.
+  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, holdMs: config.webhooks.timeoutMs + 30_000 });
+  const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots };
+  const endpointDeps: EndpointMutationDeps = { ...createDeps, webhooksQueue, config: config.webhooks, deliver: deliverDeps, ids, logger };
+
   const creates = startTypedWorker(
     QUEUES.creates,
     async (job) => {
@@ -114,6 +128,18 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
           return updatePaymentIntent(lifecycleDeps, job);
         case JOBS.createWebhookEndpoint:
           return createWebhookEndpoint({ ...createDeps, endpointLimit: config.webhooks.endpointLimit }, job);
+        case JOBS.updateWebhookEndpoint:
+          return updateWebhookEndpoint(endpointDeps, job);
+        case JOBS.deleteWebhookEndpoint:
+          return deleteWebhookEndpoint(endpointDeps, job);
+        case JOBS.rotateWebhookSecret:
+          return rotateWebhookSecret(endpointDeps, job);
+        case JOBS.resendWebhookEvent:
+          return resendWebhookEvent(endpointDeps, job);
+        case JOBS.recoverWebhookEvents:
+          return recoverWebhookEvents(endpointDeps, job);
+        case JOBS.testWebhookEndpoint:
+          return testWebhookEndpoint(endpointDeps, job);
         default:
           return unknownJob(job);
       }
@@ -183,14 +209,13 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     { ...common, concurrency: config.workerConcurrency },
   );
 
-  // A slot is held for at most one attempt's deadline plus the time to record it.
-  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, holdMs: config.webhooks.timeoutMs + 30_000 });
   const webhooks = startTypedWorker(
     QUEUES.webhooks,
     async (job, token) => {
       switch (job.name) {
         case JOBS.deliverWebhook:
-          return settleDelivery(pending, job, () => deliverWebhook({ collections, config: config.webhooks, logger, now, ids, slots }, job, token));
+          if (job.data.redelivery) return deliverWebhook(deliverDeps, job, token);
+          return settleDelivery(pending, job, () => deliverWebhook(deliverDeps, job, token));
         default:
           return unknownJob(job);
       }

@@ -187,11 +187,7 @@ export class IdempotencyStore {
    */
   async lookupDurable(req: KeyedRequest): Promise<Lookup> {
     const c = this.deps.collections;
-    const filter = { idem: req.info.scopeHash, idem_expires_at: { $gt: this.deps.now() } };
-    const pi = await c.paymentIntents.findOne(filter, { projection: { history: 0 } });
-    if (pi) return this.compareDurable(req, pi, JSON.stringify(presentPaymentIntent(pi, { withSecret: true })));
-    const endpoint = await c.webhookEndpoints.findOne(filter);
-    if (endpoint) return this.compareDurable(req, endpoint, JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true })));
+    // A record first: a mutation's answer, or a create's frozen before its object changed.
     const record = await c.idempotencyRecords.findOne({ _id: req.info.scopeHash, expires_at: { $gt: this.deps.now() } });
     if (record) {
       const ttl = record.expires_at - this.deps.now();
@@ -200,6 +196,11 @@ export class IdempotencyStore {
         .catch(() => undefined);
       return this.compare(req, record.fp, { status: record.status, body: record.body });
     }
+    const filter = { idem: req.info.scopeHash, idem_expires_at: { $gt: this.deps.now() } };
+    const pi = await c.paymentIntents.findOne(filter, { projection: { history: 0 } });
+    if (pi) return this.compareDurable(req, pi, JSON.stringify(presentPaymentIntent(pi, { withSecret: true })));
+    const endpoint = await c.webhookEndpoints.findOne(filter);
+    if (endpoint) return this.compareDurable(req, endpoint, JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true })));
     return { kind: 'new' };
   }
 

@@ -2,7 +2,15 @@
 import { ALL_EVENTS, EVENT_TYPES } from '../../common/events.js';
 import type { presentWebhookAttempt, presentWebhookEndpoint } from '../../common/presenters.js';
 import { DESCRIPTION_MAX_LENGTH } from '../schemas/validate.js';
-import { URL_MAX_LENGTH, WEBHOOK_ENDPOINT_CREATE_FIELDS } from '../schemas/webhook-endpoints.js';
+import {
+  EXPIRE_PREVIOUS_MAX_SECONDS,
+  URL_MAX_LENGTH,
+  WEBHOOK_ENDPOINT_CREATE_FIELDS,
+  WEBHOOK_ENDPOINT_RECOVER_FIELDS,
+  WEBHOOK_ENDPOINT_RESEND_FIELDS,
+  WEBHOOK_ENDPOINT_ROTATE_FIELDS,
+  WEBHOOK_ENDPOINT_UPDATE_FIELDS,
+} from '../schemas/webhook-endpoints.js';
 import { errorResponses, IDEMPOTENCY_PARAMETER, idParameter, LIST_PARAMETERS, listSchema, okResponse } from './components.js';
 import { closedObject, nullable, ref, requestBody, type DocumentPart, type Schema } from './schema.js';
 import { EVENT_ID } from './events.js';
@@ -34,6 +42,27 @@ export function webhookEndpointsPart(): DocumentPart {
     metadata: {},
   });
 
+  const update = requestBody('WebhookEndpointUpdate', WEBHOOK_ENDPOINT_UPDATE_FIELDS, {
+    url: { ...url, description: 'The rules of create. Applies to the next attempt of every delivery, retries included.' },
+    enabled_events: { ...events, description: 'The rules of create.' },
+    description,
+    metadata: { description: 'Merged into the stored metadata; a key set to "" is removed.' },
+    disabled: { description: '`true`: status `disabled`, nothing is sent; `false`: `enabled` again, its failure run cleared.' },
+  });
+  const rotate = requestBody('WebhookEndpointRotateSecret', WEBHOOK_ENDPOINT_ROTATE_FIELDS, {
+    expire_previous_in: {
+      minimum: 0,
+      maximum: EXPIRE_PREVIOUS_MAX_SECONDS,
+      description: `Seconds the previous secret keeps signing every delivery beside the new one (\`webhook-signature: v1,NEW v1,OLD\`). 0 cuts over at once. Default ${EXPIRE_PREVIOUS_MAX_SECONDS}.`,
+    },
+  });
+  const resend = requestBody('WebhookEndpointResend', WEBHOOK_ENDPOINT_RESEND_FIELDS, {
+    event: { pattern: EVENT_ID, description: 'A past event of the same project and mode, delivered again with the same `webhook-id`.' },
+  });
+  const recover = requestBody('WebhookEndpointRecover', WEBHOOK_ENDPOINT_RECOVER_FIELDS, {
+    since: { description: 'Unix seconds, at most 7 days back: every subscribed event since then without a successful attempt on this endpoint is delivered again.' },
+  });
+
   const endpoint = closedObject(
     {
       id: { type: 'string', pattern: ENDPOINT_ID },
@@ -48,7 +77,7 @@ export function webhookEndpointsPart(): DocumentPart {
       secret: {
         type: 'string',
         pattern: '^whsec_[A-Za-z0-9+/]+=*$',
-        description: 'The signing secret: in the create response (and its replays) only.',
+        description: 'The signing secret: in the create and rotate_secret responses (and their replays) only.',
       },
     } satisfies Record<EndpointField, Schema>,
     { optional: ['secret'], description: 'Where events are delivered, signed (Standard Webhooks).' },
@@ -78,10 +107,33 @@ export function webhookEndpointsPart(): DocumentPart {
   const base = '/v1/webhook_endpoints';
   const tags = ['Webhook endpoints'];
   const id = idParameter('The webhook endpoint\'s id.', 'we_00VbYV85n9aIzXB1ggNYQfQ');
+  const change = (operationId: string, summary: string, body: Schema | null, answer: string, schema: Schema, statuses = [400, 404, 409, 413, 415]) => ({
+    operationId,
+    summary,
+    tags,
+    parameters: [id, IDEMPOTENCY_PARAMETER],
+    ...(body ? { requestBody: body } : {}),
+    responses: { ...okResponse(answer, schema, { replayable: true }), ...errorResponses(statuses) },
+  });
+  const deleted = closedObject({ id: { type: 'string', pattern: ENDPOINT_ID }, object: { const: 'webhook_endpoint' }, deleted: { const: true } });
+  const recovery = closedObject({ object: { const: 'recovery' }, queued: { type: 'integer', minimum: 0 } });
+  const resent = closedObject({
+    object: { const: 'resend' },
+    event: { type: 'string', pattern: EVENT_ID },
+    webhook_endpoint: { type: 'string', pattern: ENDPOINT_ID },
+    queued: { const: 1 },
+  });
   return {
     tag: { name: tags[0] as string, description: 'Endpoints that receive events, and their delivery attempts.' },
     schemas: {
       WebhookEndpointCreate: create.schema,
+      WebhookEndpointUpdate: update.schema,
+      WebhookEndpointRotateSecret: rotate.schema,
+      WebhookEndpointResend: resend.schema,
+      WebhookEndpointRecover: recover.schema,
+      DeletedWebhookEndpoint: deleted,
+      WebhookRecovery: recovery,
+      WebhookResend: resent,
       WebhookEndpoint: endpoint,
       WebhookEndpointList: listSchema('WebhookEndpoint', { const: base }, 'A page of webhook endpoints, newest first.'),
       WebhookAttempt: attempt,
@@ -120,6 +172,32 @@ export function webhookEndpointsPart(): DocumentPart {
           parameters: [id],
           responses: { ...okResponse('The endpoint (without its secret).', ref('WebhookEndpoint')), ...errorResponses([400, 404]) },
         },
+        post: change('updateWebhookEndpoint', 'Update a webhook endpoint', update.body, 'The endpoint, without its secret. Only the fields given change.', ref('WebhookEndpoint')),
+        delete: change(
+          'deleteWebhookEndpoint',
+          'Delete a webhook endpoint',
+          null,
+          'The endpoint is gone: no further attempts, its id is 404 from now on, and its attempts are deleted with it.',
+          ref('DeletedWebhookEndpoint'),
+        ),
+      },
+      [`${base}/{id}/rotate_secret`]: {
+        post: change('rotateWebhookEndpointSecret', 'Rotate the signing secret', rotate.body, 'The endpoint with its new `secret`.', ref('WebhookEndpoint')),
+      },
+      [`${base}/{id}/resend`]: {
+        post: change('resendWebhookEvent', 'Deliver one past event again', resend.body, 'The event is queued for this endpoint, as a new attempt chain.', ref('WebhookResend')),
+      },
+      [`${base}/{id}/recover`]: {
+        post: change('recoverWebhookEvents', 'Deliver again what failed since a time', recover.body, 'How many events were queued.', ref('WebhookRecovery')),
+      },
+      [`${base}/{id}/test`]: {
+        post: change(
+          'testWebhookEndpoint',
+          'Send a test event',
+          null,
+          'The attempt: a `webhook_endpoint.test` event (data: the endpoint, without its secret) sent to this endpoint only. Never listed, never matched by `*`.',
+          ref('WebhookAttempt'),
+        ),
       },
       [`${base}/{id}/attempts`]: {
         get: {

@@ -8,7 +8,17 @@ import { findInScope, listPage } from '../queries/pages.js';
 import { sendJson } from '../respond.js';
 import { parseListQuery } from '../schemas/lists.js';
 import { rejectQuery } from '../schemas/query.js';
-import { parseWebhookEndpointCreate } from '../schemas/webhook-endpoints.js';
+import {
+  parseEmptyBody,
+  parseRecover,
+  parseResend,
+  parseRotateSecret,
+  parseWebhookEndpointCreate,
+  parseWebhookEndpointUpdate,
+} from '../schemas/webhook-endpoints.js';
+import { findEvent } from '../queries/events.js';
+import { errors } from '../../common/errors.js';
+import { isId } from '../../common/ids.js';
 
 /** Registers its routes on the shared `/v1` router. */
 export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: CreateHandler): void {
@@ -57,5 +67,76 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
       present: (doc) => JSON.stringify(presentWebhookAttempt(doc)),
     });
     sendJson(ctx, body);
+  });
+
+  // Changes: validated here, applied by a worker, answered with the job's result.
+  const exists = (ctx: Ctx) => async () => {
+    await findInScope(endpoints, ctx.state.key!, ctx.params.id as string, { kind: 'webhook_endpoint', projection: { _id: 1 } });
+  };
+  const target = (ctx: Ctx) => ctx.params.id as string;
+
+  router.post(`${url}/:id`, ...guards.write, async (ctx) => {
+    await create(ctx, {
+      jobName: JOBS.updateWebhookEndpoint,
+      validate: (body, encoding) =>
+        parseWebhookEndpointUpdate(body, { livemode: ctx.state.key!.livemode, allowPrivateTargets: deps.config.webhooks.allowPrivateTargets, encoding }),
+      precheck: exists(ctx),
+      jobData: (base, input) => ({ ...base, target: target(ctx), input }),
+    });
+  });
+
+  router.delete(`${url}/:id`, ...guards.write, async (ctx) => {
+    await create(ctx, {
+      jobName: JOBS.deleteWebhookEndpoint,
+      validate: (body) => parseEmptyBody(body),
+      precheck: exists(ctx),
+      jobData: (base, input) => ({ ...base, target: target(ctx), input }),
+    });
+  });
+
+  router.post(`${url}/:id/rotate_secret`, ...guards.write, async (ctx) => {
+    await create(ctx, {
+      jobName: JOBS.rotateWebhookSecret,
+      validate: (body, encoding) => parseRotateSecret(body, { encoding }),
+      precheck: exists(ctx),
+      jobData: (base, input) => ({ ...base, target: target(ctx), input }),
+    });
+  });
+
+  router.post(`${url}/:id/resend`, ...guards.write, async (ctx) => {
+    let event = '';
+    await create(ctx, {
+      jobName: JOBS.resendWebhookEvent,
+      validate: (body, encoding) => {
+        const input = parseResend(body, { encoding });
+        event = input.event;
+        return input;
+      },
+      precheck: async () => {
+        await exists(ctx)();
+        // An event of another project or mode is as missing as an unknown one.
+        const found = isId('event', event) ? await findEvent(deps.mongo.collections, ctx.state.key!, event) : null;
+        if (found === null) throw errors.resourceMissing('event', event, 'event');
+      },
+      jobData: (base, input) => ({ ...base, target: target(ctx), input }),
+    });
+  });
+
+  router.post(`${url}/:id/recover`, ...guards.write, async (ctx) => {
+    await create(ctx, {
+      jobName: JOBS.recoverWebhookEvents,
+      validate: (body, encoding) => parseRecover(body, { encoding, now: Math.floor(deps.now() / 1000) }),
+      precheck: exists(ctx),
+      jobData: (base, input) => ({ ...base, target: target(ctx), input }),
+    });
+  });
+
+  router.post(`${url}/:id/test`, ...guards.write, async (ctx) => {
+    await create(ctx, {
+      jobName: JOBS.testWebhookEndpoint,
+      validate: (body) => parseEmptyBody(body),
+      precheck: exists(ctx),
+      jobData: (base, input) => ({ ...base, target: target(ctx), input }),
+    });
   });
 }

@@ -1,11 +1,13 @@
 import { isIP } from 'node:net';
 
 import { ApiError } from '../../common/errors.js';
-import type { WebhookEndpointInput } from '../../common/jobs.js';
+import type { WebhookEndpointInput, WebhookEndpointUpdateInput } from '../../common/jobs.js';
 import { isForbiddenAddress } from '../../common/net.js';
 import { ALL_EVENTS, EVENT_TYPES } from '../../common/events.js';
 import { typedBody, type BodyEncoding, type BodyFields } from './fields.js';
 import {
+  checkBoolean,
+  checkInteger,
   checkString,
   codePointLength,
   describeValue,
@@ -46,7 +48,7 @@ export interface UrlRules {
   allowPrivateTargets?: boolean;
 }
 
-function parseUrl(value: unknown, { livemode, allowPrivateTargets = false }: UrlRules): string {
+export function parseUrl(value: unknown, { livemode, allowPrivateTargets = false }: UrlRules): string {
   const url = checkString(required(value, 'url'), 'url');
   if (url === '') throw urlInvalid('it must not be empty');
   if (codePointLength(url) > URL_MAX_LENGTH) throw urlInvalid(`it must be at most ${URL_MAX_LENGTH} characters long`);
@@ -76,7 +78,7 @@ function parseUrl(value: unknown, { livemode, allowPrivateTargets = false }: Url
   return url;
 }
 
-function parseEnabledEvents(value: unknown): string[] {
+export function parseEnabledEvents(value: unknown): string[] {
   return parseDistinctNames(value, 'enabled_events', {
     catalog: EVENT_TYPES,
     extra: [ALL_EVENTS],
@@ -109,4 +111,79 @@ export function parseWebhookEndpointCreate(
   const description = parseDescription(fieldOf(body, 'description'));
   const metadata = parseMetadata(fieldOf(body, 'metadata'));
   return { url, enabled_events: enabledEvents, description, metadata };
+}
+
+/** The update body's fields: those of create, all optional, and `disabled`. */
+export const WEBHOOK_ENDPOINT_UPDATE_FIELDS = {
+  url: { type: 'string' },
+  enabled_events: { type: 'string_array' },
+  description: { type: 'string', nullable: true },
+  metadata: { type: 'metadata' },
+  disabled: { type: 'boolean' },
+} as const satisfies BodyFields;
+
+/** Only the fields given change; the rules are those of create, the live-mode URL rules included. */
+export function parseWebhookEndpointUpdate(raw: Record<string, unknown>, ctx: UrlRules & { encoding?: BodyEncoding }): WebhookEndpointUpdateInput {
+  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_UPDATE_FIELDS);
+  rejectUnknownFields(body, Object.keys(WEBHOOK_ENDPOINT_UPDATE_FIELDS));
+  const input: WebhookEndpointUpdateInput = {};
+  const url = fieldOf(body, 'url');
+  if (url !== undefined) input.url = parseUrl(url, ctx);
+  const events = fieldOf(body, 'enabled_events');
+  if (events !== undefined) input.enabled_events = parseEnabledEvents(events);
+  const description = fieldOf(body, 'description');
+  if (description !== undefined) input.description = parseDescription(description);
+  const metadata = fieldOf(body, 'metadata');
+  if (metadata !== undefined) input.metadata = parseMetadata(metadata);
+  const disabled = fieldOf(body, 'disabled');
+  if (disabled !== undefined) input.disabled = checkBoolean(disabled, 'disabled');
+  return input;
+}
+
+export const EXPIRE_PREVIOUS_MAX_SECONDS = 86_400;
+
+export const WEBHOOK_ENDPOINT_ROTATE_FIELDS = {
+  expire_previous_in: { type: 'integer' },
+} as const satisfies BodyFields;
+
+export function parseRotateSecret(raw: Record<string, unknown>, ctx: { encoding?: BodyEncoding }): { expire_previous_in: number } {
+  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_ROTATE_FIELDS);
+  rejectUnknownFields(body, Object.keys(WEBHOOK_ENDPOINT_ROTATE_FIELDS));
+  const value = fieldOf(body, 'expire_previous_in');
+  if (value === undefined) return { expire_previous_in: EXPIRE_PREVIOUS_MAX_SECONDS };
+  return { expire_previous_in: checkInteger(value, 'expire_previous_in', { min: 0, max: EXPIRE_PREVIOUS_MAX_SECONDS }) };
+}
+
+export const WEBHOOK_ENDPOINT_RESEND_FIELDS = {
+  event: { type: 'string', required: true },
+} as const satisfies BodyFields;
+
+export function parseResend(raw: Record<string, unknown>, ctx: { encoding?: BodyEncoding }): { event: string } {
+  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_RESEND_FIELDS);
+  rejectUnknownFields(body, Object.keys(WEBHOOK_ENDPOINT_RESEND_FIELDS));
+  return { event: checkString(required(fieldOf(body, 'event'), 'event'), 'event') };
+}
+
+/** How far back `recover` reaches. */
+export const RECOVER_MAX_SECONDS = 7 * 86_400;
+
+export const WEBHOOK_ENDPOINT_RECOVER_FIELDS = {
+  since: { type: 'integer', required: true },
+} as const satisfies BodyFields;
+
+export function parseRecover(raw: Record<string, unknown>, ctx: { encoding?: BodyEncoding; now: number }): { since: number } {
+  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_RECOVER_FIELDS);
+  rejectUnknownFields(body, Object.keys(WEBHOOK_ENDPOINT_RECOVER_FIELDS));
+  const min = ctx.now - RECOVER_MAX_SECONDS;
+  const since = checkInteger(required(fieldOf(body, 'since'), 'since'), 'since', {
+    min,
+    max: ctx.now,
+    outOfRange: `Invalid since: it must be a unix timestamp within the last 7 days (${min} to ${ctx.now}).`,
+  });
+  return { since };
+}
+
+export function parseEmptyBody(raw: Record<string, unknown>): Record<string, never> {
+  rejectUnknownFields(raw, []);
+  return {};
 }

@@ -29,11 +29,23 @@ export function signWebhook(secret: string, id: string, timestamp: number, body:
   return `v1,${signatureDigest(secretKey(secret), id, timestamp, body)}`;
 }
 
-/** The three Standard Webhooks headers of one delivery attempt. */
-export function webhookHeaders(secret: string, id: string, timestamp: number, body: string | Buffer): Record<string, string> {
+/**
+ * The three Standard Webhooks headers of one delivery attempt. With several secrets
+ * (during a rotation's grace period: the new one first, then the previous one), one
+ * signature each, space-separated, so a receiver holding either verifies.
+ */
+export function webhookHeaders(secrets: string | readonly string[], id: string, timestamp: number, body: string | Buffer): Record<string, string> {
+  const all = typeof secrets === 'string' ? [secrets] : secrets;
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': signWebhook(secret, id, timestamp, body),
+    'webhook-signature': all.map((secret) => signWebhook(secret, id, timestamp, body)).join(' '),
   };
+}
+
+/** The secrets that sign a delivery now: the current one, and the previous one until it expires. */
+export function signingSecrets(endpoint: { secret: string; previous_secret?: string | null; previous_secret_expires_at?: number | null }, nowMs: number): string[] {
+  const previous = endpoint.previous_secret;
+  if (previous && (endpoint.previous_secret_expires_at ?? 0) > nowMs) return [endpoint.secret, previous];
+  return [endpoint.secret];
 }

@@ -11,7 +11,7 @@ test('the error envelope has the contract\'s members, in order, param only when 
 });
 
 /**
- * DESIGN.md section 4's table, written out here rather than read from common/errors.ts:
+ * DESIGN.md section 4's table, with the codes sections 7 and 9 add, written out here rather than read from common/errors.ts:
  * HTTP status, type, and the codes of each row.
  */
 const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> = [
@@ -20,9 +20,12 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
     'parameter_invalid_empty', 'parameter_out_of_range', 'parameter_unknown', 'parameter_conflict', 'invalid_json', 'url_invalid',
     'currency_invalid', 'operator_invalid', 'event_type_invalid', 'amount_too_small', 'amount_too_large', 'metadata_invalid',
     'idempotency_key_invalid', 'webhook_endpoint_limit',
+    // Section 7.
+    'payment_intent_unexpected_state', 'phone_number_invalid', 'operator_not_configured',
   ]],
   [400, 'idempotency_error', ['idempotency_key_reused']],
   [401, 'invalid_request_error', ['api_key_missing', 'api_key_invalid']],
+  [402, 'operator_error', ['payment_declined']],
   // Not the public API's: only the operators' queue dashboard answers it.
   [403, 'invalid_request_error', ['dashboard_action_forbidden']],
   [404, 'invalid_request_error', ['resource_missing', 'route_not_found']],

@@ -50,11 +50,13 @@ test('creates a payment intent with every field defaulted as the contract says',
   t.regex(pi.id, /^pi_[0-9A-Za-z]{26}$/);
   t.deepEqual(Object.keys(pi), [
     'id', 'object', 'amount', 'currency', 'description', 'status', 'client_secret', 'automatic_operator',
-    'allowed_operators', 'selected_operator', 'next_action', 'metadata', 'livemode', 'created', 'expires_at',
+    'allowed_operators', 'selected_operator', 'next_action', 'last_payment_error', 'payment_details', 'canceled_at',
+    'cancellation_reason', 'metadata', 'livemode', 'created', 'expires_at',
   ]);
   t.like(pi, {
     object: 'payment_intent', amount: 1000, currency: 'usd', description: null, status: 'new',
-    automatic_operator: true, selected_operator: null, next_action: null, livemode: false,
+    automatic_operator: true, selected_operator: null, next_action: null, last_payment_error: null, payment_details: null,
+    canceled_at: null, cancellation_reason: null, livemode: false,
   });
   t.deepEqual(pi.allowed_operators, ['mtn_momo', 'orange_money', 'moov_money', 'wave', 'airtel_money', 'mpesa']);
   t.deepEqual(pi.metadata, {});
@@ -139,8 +141,9 @@ test('routes: unknown path is 404 route_not_found, a wrong method is 405 with Al
   const res = await service.request('DELETE', PI, { key });
   assertError(t, res, 405, 'method_not_allowed');
   t.deepEqual(res.headers.get('allow')?.split(/, */).sort(), ['GET', 'HEAD', 'POST']);
-  const one = await service.request('POST', `${PI}/pi_x`, { key });
+  const one = await service.request('DELETE', `${PI}/pi_x`, { key });
   assertError(t, one, 405, 'method_not_allowed');
+  t.deepEqual(one.headers.get('allow')?.split(/, */).sort(), ['GET', 'HEAD', 'POST']);
 });
 
 test('request bodies: content type, size, JSON shape', async (t) => {

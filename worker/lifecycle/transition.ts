@@ -26,6 +26,7 @@ import { dispatchEventOnce } from '../webhooks/outbox.js';
 import { scopeMayBeHooked } from '../webhooks/subscriptions.js';
 import type { Redis } from 'ioredis';
 import type { Decision } from './decide.js';
+import { freezeCreateAnswer } from '../processors/mutation.js';
 import { scheduleFollowUps } from './follow-ups.js';
 
 export interface TransitionDeps {
@@ -82,6 +83,8 @@ export async function transition(
     }
     if (decision.kind === 'skip') return { kind: 'skipped', reason: decision.reason, doc };
 
+    // The create's replays must not show the change.
+    await freezeCreateAnswer(deps, doc, () => JSON.stringify(presentPaymentIntent(doc, { withSecret: true })));
     const rev = doc.rev ?? 0;
     const after: PaymentIntentDoc = { ...doc, ...decision.set, rev: rev + 1 };
     const object = presentPaymentIntent(after);

@@ -37,7 +37,7 @@ import type { WebhookAttemptDoc, WebhookEndpointDoc } from '../../common/documen
 import type { Collections } from '../../common/mongo.js';
 import { isForbiddenAddress } from '../../common/net.js';
 import { retryInfrastructure } from '../../common/retry.js';
-import { webhookHeaders } from '../../common/webhooks/sign.js';
+import { signingSecrets, webhookHeaders } from '../../common/webhooks/sign.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import { postWebhook, type PostResult } from './http.js';
 import { loadEvent } from './load-event.js';
@@ -59,7 +59,7 @@ export interface DeliverDeps {
 
 export type DeliverResult =
   | { delivered: true; attempt: number; http_status: number }
-  | { delivered: false; skipped: 'endpoint_missing' | 'endpoint_disabled' | 'event_missing' | 'scope_mismatch' };
+  | { delivered: false; skipped: 'endpoint_deleted' | 'endpoint_disabled' | 'event_missing' | 'scope_mismatch' };
 
 /** How long a delivery whose endpoint has no free slot waits before trying again: 1 to 2 s. */
 function slotWaitMs(): number {
@@ -113,7 +113,11 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise
   const { eventId, endpointId } = job.data;
   const c = deps.collections;
   const endpoint = await retryInfrastructure(() => c.webhookEndpoints.findOne({ _id: endpointId }), STEP_RETRY);
-  if (!endpoint) return { delivered: false, skipped: 'endpoint_missing' };
+  // A delivery job exists only for an endpoint that existed: missing now means deleted.
+  if (!endpoint) {
+    deps.logger.info({ event_id: eventId, endpoint_id: endpointId }, 'webhook endpoint deleted: delivery dropped');
+    return { delivered: false, skipped: 'endpoint_deleted' };
+  }
   if (endpoint.status !== 'enabled') return { delivered: false, skipped: 'endpoint_disabled' };
   const event = await loadEvent(c, eventId);
   if (!event) {
@@ -124,43 +128,8 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise
     deps.logger.warn({ event_id: eventId, endpoint_id: endpointId }, 'delivery pairs an event and an endpoint of different scopes: nothing sent');
     return { delivered: false, skipped: 'scope_mismatch' };
   }
-  const json = event.json;
-  const guarded = endpoint.livemode || !deps.config.allowPrivateTargets;
-
   const attempt = job.attemptsMade + 1;
-  const body = Buffer.from(json, 'utf8');
-  const timestamp = Math.floor(deps.now() / 1000);
-  const startedAt = deps.now();
-  const result = await postWebhook({
-    url: endpoint.url,
-    headers: {
-      'Content-Type': 'application/json',
-      'User-Agent': USER_AGENT,
-      ...webhookHeaders(endpoint.secret, eventId, timestamp, body),
-    },
-    body,
-    timeoutMs: deps.config.timeoutMs,
-    refuseAddress: guarded ? isForbiddenAddress : undefined,
-    responseBodyLimit: RESPONSE_BODY_LIMIT,
-  });
-  const finishedAt = deps.now();
-  const outcome = outcomeOf(result, finishedAt);
-
-  const record: WebhookAttemptDoc = {
-    _id: deps.ids.next('attempt'),
-    project: endpoint.project,
-    livemode: endpoint.livemode,
-    endpoint_id: endpointId,
-    event_id: eventId,
-    attempt,
-    created: Math.floor(startedAt / 1000),
-    duration_ms: outcome.durationMs,
-    http_status: outcome.http_status,
-    error: outcome.error,
-    succeeded: outcome.error === null,
-    response_body: outcome.response_body,
-  };
-  await retryInfrastructure(() => c.webhookAttempts.insertOne(record), STEP_RETRY);
+  const { outcome, result } = await sendAttempt(deps, endpoint, eventId, event.json, attempt);
 
   const logFields = { event_id: eventId, endpoint_id: endpointId, attempt, http_status: outcome.http_status, error: outcome.error };
   if (outcome.error === null) {
@@ -184,12 +153,59 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise
     deps.logger.warn({ endpoint_id: endpointId }, 'webhook endpoint answered 410 Gone: disabled');
     throw new UnrecoverableError('endpoint answered 410 Gone; it is now disabled');
   }
-  if (await failingTooLong(deps, endpoint, finishedAt)) {
+  if (await failingTooLong(deps, endpoint, deps.now())) {
     deps.logger.warn({ endpoint_id: endpointId }, 'webhook endpoint failing for too long: disabled');
     throw new UnrecoverableError('endpoint has been failing for too long; it is now disabled');
   }
   const what = outcome.http_status !== null ? `HTTP ${outcome.http_status}` : (outcome.error as string);
   throw new DeliveryFailedError(`attempt ${attempt} failed: ${what}`, outcome.retryAfterMs);
+}
+
+/**
+ * One signed POST of an event's JSON to an endpoint, recorded in `webhook_attempts`:
+ * the delivery chain's attempts, and the endpoint test's single one.
+ */
+export async function sendAttempt(
+  deps: DeliverDeps,
+  endpoint: WebhookEndpointDoc,
+  eventId: string,
+  json: string,
+  attempt: number,
+): Promise<{ record: WebhookAttemptDoc; outcome: Outcome; result: PostResult }> {
+  const guarded = endpoint.livemode || !deps.config.allowPrivateTargets;
+  const body = Buffer.from(json, 'utf8');
+  const timestamp = Math.floor(deps.now() / 1000);
+  const startedAt = deps.now();
+  const result = await postWebhook({
+    url: endpoint.url,
+    headers: {
+      'Content-Type': 'application/json',
+      'User-Agent': USER_AGENT,
+      ...webhookHeaders(signingSecrets(endpoint, startedAt), eventId, timestamp, body),
+    },
+    body,
+    timeoutMs: deps.config.timeoutMs,
+    refuseAddress: guarded ? isForbiddenAddress : undefined,
+    responseBodyLimit: RESPONSE_BODY_LIMIT,
+  });
+  const finishedAt = deps.now();
+  const outcome = outcomeOf(result, finishedAt);
+  const record: WebhookAttemptDoc = {
+    _id: deps.ids.next('attempt'),
+    project: endpoint.project,
+    livemode: endpoint.livemode,
+    endpoint_id: endpoint._id,
+    event_id: eventId,
+    attempt,
+    created: Math.floor(startedAt / 1000),
+    duration_ms: outcome.durationMs,
+    http_status: outcome.http_status,
+    error: outcome.error,
+    succeeded: outcome.error === null,
+    response_body: outcome.response_body,
+  };
+  await retryInfrastructure(() => deps.collections.webhookAttempts.insertOne(record), STEP_RETRY);
+  return { record, outcome, result };
 }
 
 async function disable(c: Collections, endpoint: WebhookEndpointDoc, reason: string): Promise<void> {

@@ -178,7 +178,9 @@ test('every code of the catalogue is documented with its status, and its rendere
     const schema = schemas[`Error${info.status}`];
     t.truthy(schema, `Error${info.status}`);
     t.true(schema.properties.error.properties.code.enum.includes(code), code);
-    const body = JSON.parse(errorBody({ code, message: 'm', param: 'amount' }, 'req_00VbYV85n9aIzXB1ggNYQfQ', 'http://127.0.0.1:3000'));
+    // A decline also carries its reason and the intent (only a 402 does).
+    const declined = info.status === 402 ? { operator_decline_code: 'insufficient_funds', payment_intent: presentPaymentIntent(piDoc) } : {};
+    const body = JSON.parse(errorBody({ code, message: 'm', param: 'amount', ...declined }, 'req_00VbYV85n9aIzXB1ggNYQfQ', 'http://127.0.0.1:3000'));
     t.is(valid(`Error${info.status}`, body), null, code);
     t.true((doc.components.responses[`Error${info.status}`].description as string).includes(`\`${code}\``));
   }
