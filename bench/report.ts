@@ -25,6 +25,8 @@ export interface GroupResult {
   skipped?: Map<ScenarioId, string>;
   extraRows?: ExtraRow[];
   rss?: RssReadings;
+  /** Figures of a scenario beyond rps and latency (S6: confirm to event), written and printed as they are. */
+  details?: Record<string, Record<string, number | string | null>>;
 }
 
 interface ScenarioRow {
@@ -161,7 +163,8 @@ export function writeReport(groups: GroupResult[], when: string): void {
   const rss: RssReadings = groups.find((g) => g.rss)?.rss ?? { api: null, worker: null, api_second_run: null, worker_second_run: null };
 
   const list = rows(measured, skipped);
-  const report = { machine: machine(), when, scenarios: list, rss_mb: rss };
+  const details = Object.assign({}, ...groups.map((g) => g.details ?? {})) as Record<string, Record<string, number | string | null>>;
+  const report = { machine: machine(), when, scenarios: list, rss_mb: rss, details };
   fs.mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
   const json = `${JSON.stringify(report, null, 2)}\n`;
   fs.writeFileSync(RESULTS_FILE, json);
@@ -171,6 +174,9 @@ export function writeReport(groups: GroupResult[], when: string): void {
 
   const out: string[] = ['', table(list, extraRows), ''];
   out.push(`RSS during S2, median of 4 readings a second (MiB): api ${rss.api} -> ${rss.api_second_run}, worker ${rss.worker} -> ${rss.worker_second_run} (first -> second run)`);
+  for (const [name, figures] of Object.entries(details)) {
+    out.push(`${name}: ${Object.entries(figures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  }
   out.push(`Load average at the end: ${loadAverage()}`);
   out.push('', 'Goals (reported, not asserted):');
   for (const g of goals(list, extraRows, rss)) out.push(`  [${g.status.padEnd(7)}] ${g.goal}: ${g.detail}`);

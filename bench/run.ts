@@ -15,6 +15,7 @@ import { runBaselineScenarios } from './scenarios/s0-s1-baseline.js';
 import { runCreateScenarios } from './scenarios/s2-s3-creates.js';
 import { runReplayScenarios } from './scenarios/s4-replays.js';
 import { runListScenarios } from './scenarios/s5-lists.js';
+import { runConfirmScenarios } from './scenarios/s6-confirms.js';
 import { killAll, stopChildrenOnExit } from './service.js';
 import { settings } from './settings.js';
 
@@ -28,7 +29,7 @@ async function main(): Promise<void> {
   const groups: GroupResult[] = [];
   try {
     // One group at a time, so that no group measures the load of another.
-    for (const group of [runBaselineScenarios, runCreateScenarios, runReplayScenarios, runListScenarios]) {
+    for (const group of [runBaselineScenarios, runCreateScenarios, runReplayScenarios, runListScenarios, runConfirmScenarios]) {
       groups.push(await group(mongo));
     }
   } finally {

@@ -138,7 +138,7 @@ export interface Service {
  * Starts one api and `workerCount` worker processes on a fresh database and queue
  * prefix (named after `group`), waits until they are ready, and issues an API key.
  */
-export async function startService(mongo: MongoClient, group: string, workerCount: number): Promise<Service> {
+export async function startService(mongo: MongoClient, group: string, workerCount: number, extraEnv: Record<string, string> = {}): Promise<Service> {
   const port = await freePort();
   const dbName = uniqueName(`bench_${group}`);
   const prefix = uniqueName(`bench_${group}`);
@@ -154,6 +154,7 @@ export async function startService(mongo: MongoClient, group: string, workerCoun
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_SECOND: '0',
     ...settings.serviceEnv,
+    ...extraEnv,
   };
   const baseUrl = `http://127.0.0.1:${port}`;
   const api = new Child('api', 'api/main.js', env);

@@ -16,6 +16,7 @@ import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
 import { liveConnectors } from './operators/connector.js';
+import { WriteGate } from './lifecycle/write-gate.js';
 import {
   deleteWebhookEndpoint,
   recoverWebhookEvents,
@@ -93,6 +94,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     ids,
     simulator: config.simulator,
     connectors: liveConnectors(),
+    writes: new WriteGate(2),
     logger,
   };
   const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });

@@ -28,6 +28,8 @@ import type { Redis } from 'ioredis';
 import type { Decision } from './decide.js';
 import { freezeCreateAnswer } from '../processors/mutation.js';
 import { scheduleFollowUps } from './follow-ups.js';
+import type { WriteGate } from './write-gate.js';
+import { retryInfrastructure } from '../../common/retry.js';
 
 export interface TransitionDeps {
   collections: Collections;
@@ -39,6 +41,8 @@ export interface TransitionDeps {
   ids: IdGenerator;
   /** Epoch ms. */
   now: () => number;
+  /** Every transition's update passes through it (write-gate.ts). */
+  writes: WriteGate;
 }
 
 export interface Mutation extends Scope {
@@ -56,6 +60,8 @@ export type TransitionResult =
   | { kind: 'refused'; status: number; body: string }
   | { kind: 'skipped'; reason: string; doc: PaymentIntentDoc }
   | { kind: 'applied'; record: MutationRecord; doc: PaymentIntentDoc };
+
+const UPDATE_RETRY = { tries: 6, baseMs: 100, capMs: 2000 };
 
 /** How many times a mutation that lost a race decides again before the job is retried. */
 const MAX_RACES = 8;
@@ -104,7 +110,10 @@ export async function transition(
     } as unknown as Filter<PaymentIntentDoc>;
     // `attempt` of a document no transition has touched yet is absent, not 0.
     if (doc.attempt === undefined) (filter as Record<string, unknown>).attempt = { $exists: false };
-    const updated = await c.updateOne(filter, { $set: { ...decision.set, rev: rev + 1 }, $push: { history: record } });
+    // A locked database is contention: waited out here, not a failed job.
+    const updated = await deps.writes.run(() =>
+      retryInfrastructure(() => c.updateOne(filter, { $set: { ...decision.set, rev: rev + 1 }, $push: { history: record } }), UPDATE_RETRY),
+    );
     if (updated.matchedCount === 0) continue; // another mutation got there first: decide again
     after.history = [...(doc.history ?? []), record];
     await finish(deps, after, record);
