@@ -55,6 +55,8 @@ export interface Config {
   replayCacheBytes: number;
   http: HttpServerConfig;
   simulator: SimulatorConfig;
+  /** How often the worker re-enqueues the delayed jobs of intents with a step ahead (in case Redis lost them). */
+  intentsSweepIntervalMs: number;
 }
 
 /**
@@ -169,6 +171,7 @@ const schema = Joi.object({
   SIMULATOR_APPROVAL_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(3 * SECOND),
   SIMULATOR_PROCESSING_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(2 * SECOND),
   SIMULATOR_SLOW_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(60 * SECOND),
+  INTENTS_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(60 * SECOND),
   SIMULATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1000).max(HOUR).default(2 * MINUTE),
 }).unknown(true);
 
@@ -230,6 +233,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       requestTimeoutMs: value.HTTP_REQUEST_TIMEOUT_MS,
       maxConnections: value.HTTP_MAX_CONNECTIONS,
     },
+    intentsSweepIntervalMs: value.INTENTS_SWEEP_INTERVAL_MS,
     simulator: {
       approvalDelayMs: value.SIMULATOR_APPROVAL_DELAY_MS,
       processingDelayMs: value.SIMULATOR_PROCESSING_DELAY_MS,

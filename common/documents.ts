@@ -92,6 +92,10 @@ export interface MutationRecord {
   fu: FollowUp[];
   /** The intent's attempt after the transition: the attempt its delayed jobs are about. */
   at: number;
+  /** The request that made it (its pre-generated id), when a request did. */
+  r?: string;
+  /** Epoch ms: when `m` is an idempotency key's, the key's expiry; past it the entry answers no one. */
+  x?: number;
 }
 
 /**

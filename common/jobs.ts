@@ -55,6 +55,7 @@ export const JOBS = {
   deliverWebhook: 'webhook.deliver.v1',
   sweepIdempotency: 'idempotency.sweep.v1',
   sweepEvents: 'events.sweep.v1',
+  sweepIntents: 'intents.sweep.v1',
 } as const;
 
 /** The scope of every read, write and idempotency key. */
@@ -291,6 +292,7 @@ export interface QueueJobs {
   maintenance: {
     [JOBS.sweepIdempotency]: { data: Record<string, never>; result: { freed: number } };
     [JOBS.sweepEvents]: { data: Record<string, never>; result: { pending: number; requeued: number; released: number } };
+    [JOBS.sweepIntents]: { data: Record<string, never>; result: { intents: number } };
   };
 }
 

@@ -107,6 +107,7 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   const specs = [
     index(c.paymentIntents, scoped, { name: 'scope_id' }),
     index(c.paymentIntents, { idem: 1 }, idem),
+    index(c.paymentIntents, { status: 1, expires_at: 1 }, { name: 'status_expires_at' }),
     index(c.webhookEndpoints, scoped, { name: 'scope_id' }),
     index(c.webhookEndpoints, { idem: 1 }, idem),
     index(c.outbox, { created_ms: 1 }, { name: 'age' }),

@@ -37,6 +37,7 @@ import {
 import { dispatchEvent } from './processors/dispatch-event.js';
 import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
+import { sweepIntents } from './processors/sweep-intents.js';
 import { deliverWebhook } from './webhooks/deliver.js';
 import { endpointSlots } from './webhooks/endpoint-slots.js';
 import { PendingEvents, settleDelivery } from './webhooks/pending-events.js';
@@ -170,6 +171,8 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
       switch (job.name) {
         case JOBS.sweepIdempotency:
           return sweepIdempotency(collections, now());
+        case JOBS.sweepIntents:
+          return sweepIntents({ collections, intentsQueue }, now());
         case JOBS.sweepEvents:
           return sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs });
         default:
@@ -183,6 +186,11 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
       'idempotency-sweep',
       { every: config.idempotencySweepMs },
       { name: JOBS.sweepIdempotency, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
+    await maintenanceQueue.upsertJobScheduler(
+      'intents-sweep',
+      { every: config.intentsSweepIntervalMs },
+      { name: JOBS.sweepIntents, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
     );
     await maintenanceQueue.upsertJobScheduler(
       'events-sweep',

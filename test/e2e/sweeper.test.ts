@@ -53,3 +53,42 @@ test('the sweeper re-enqueues a delivery whose job vanished from Redis, and the 
   );
   t.is(receiver.received(path).length, 2, 'delivered once more, not again and again');
 });
+
+test('the intents sweeper re-enqueues an operator answer and an expiry whose delayed jobs vanished from Redis', async (t) => {
+  // The payer's answer is far off, and the sweep frequent: only the sweep can bring a lost one back.
+  const service = await Service.start({
+    workers: 1,
+    env: { SIMULATOR_APPROVAL_DELAY_MS: '4000', SIMULATOR_PROCESSING_DELAY_MS: '100', INTENTS_SWEEP_INTERVAL_MS: '500' },
+  });
+  t.teardown(() => service.stop());
+  const key = await service.issueKey(uniqueName('intents'));
+  const created = await service.request('POST', '/v1/payment_intents', { key, body: { amount: 700, currency: 'xof' } });
+  t.is(created.status, 200, created.text);
+  const pi = created.body.id as string;
+  const confirmed = await service.request('POST', `/v1/payment_intents/${pi}/confirm`, { key, body: { operator: 'mtn_momo', phone_number: '+2250700000000' } });
+  t.is(confirmed.status, 200, confirmed.text);
+  t.is(confirmed.body.status, 'requires_action');
+
+  const intents = new Queue(QUEUES.intents, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  t.teardown(() => intents.close());
+  const payerJob = `outcome-${pi}-1-payer`;
+  const job = await until('the payer step to wait in Redis', async () => {
+    const found = await intents.getJob(payerJob);
+    return found && (await found.getState()) === 'delayed' ? found : undefined;
+  });
+  // Redis loses every delayed job of the intent (as a restart from an old snapshot would).
+  await job.remove();
+  const expiry = (await intents.getJobs(['delayed'])).filter((j) => j.id?.startsWith(`expire-${pi}-`));
+  t.true(expiry.length >= 1, 'the expiry waits as a delayed job, not a scan');
+  for (const j of expiry) await j.remove();
+  t.is(await intents.getJobState(payerJob), 'unknown', 'Redis has lost the job');
+
+  await until('the sweeper to put the payer step back', async () => ((await intents.getJobState(payerJob)) === 'unknown' ? undefined : true));
+  await until('the intent to be paid after all', async () => {
+    const res = await service.request('GET', `/v1/payment_intents/${pi}`, { key });
+    return res.body.status === 'succeeded' ? true : undefined;
+  }, 30_000);
+  const events = await service.request('GET', '/v1/events?limit=10', { key });
+  const types = (events.body.data as Array<{ type: string; data: { object: { id: string } } }>).filter((e) => e.data.object.id === pi).map((e) => e.type);
+  t.deepEqual(types, ['payment_intent.succeeded', 'payment_intent.processing', 'payment_intent.requires_action', 'payment_intent.created'], 'each step once');
+});

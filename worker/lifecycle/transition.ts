@@ -48,8 +48,12 @@ export interface TransitionDeps {
 export interface Mutation extends Scope {
   /** The intent. */
   target: string;
-  /** The mutation's id: a retried job keeps it. */
+  /** The mutation's id: a retried job keeps it (worker/processors/mutation.ts, `mutationId`). */
   id: string;
+  /** When `id` is an idempotency key's: the key's expiry (epoch ms); an entry past it matches no one. */
+  expiresAt?: number;
+  /** The request asking, if a request is. */
+  requestedBy?: string;
   /** For the error body of a 402: the request's id and origin. */
   requestId: string;
   baseUrl: string;
@@ -59,7 +63,8 @@ export type TransitionResult =
   | { kind: 'missing' }
   | { kind: 'refused'; status: number; body: string }
   | { kind: 'skipped'; reason: string; doc: PaymentIntentDoc }
-  | { kind: 'applied'; record: MutationRecord; doc: PaymentIntentDoc };
+  /** `again`: found in the history, applied by an earlier job (this request's, or another with its key). */
+  | { kind: 'applied'; record: MutationRecord; doc: PaymentIntentDoc; again?: boolean };
 
 const UPDATE_RETRY = { tries: 6, baseMs: 100, capMs: 2000 };
 
@@ -78,10 +83,10 @@ export async function transition(
   for (let race = 0; race < MAX_RACES; race++) {
     const doc = await c.findOne({ _id: mutation.target, project: mutation.project, livemode: mutation.livemode }, { projection: WITHOUT_HISTORY });
     if (!doc) return { kind: 'missing' };
-    const done = doc.history?.find((h) => h.m === mutation.id);
+    const done = doc.history?.find((h) => h.m === mutation.id && (h.x === undefined || h.x > deps.now()));
     if (done) {
       await finish(deps, doc, done);
-      return { kind: 'applied', record: done, doc };
+      return { kind: 'applied', record: done, doc, again: true };
     }
     const decision = decide(doc);
     if (decision.kind === 'refuse') {
@@ -101,6 +106,8 @@ export async function transition(
       evt,
       fu: decision.followUps,
       at: after.attempt ?? 0,
+      ...(mutation.requestedBy ? { r: mutation.requestedBy } : {}),
+      ...(mutation.expiresAt ? { x: mutation.expiresAt } : {}),
     };
     const filter = {
       _id: doc._id,

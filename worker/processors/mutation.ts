@@ -34,6 +34,17 @@ export interface MutationDeps {
 export interface Answer {
   status: number;
   body: string;
+  /** Another request's answer (the same key, its first job lost with Redis): sent as a replay. */
+  replayed?: boolean;
+}
+
+/**
+ * The id a mutation applies under, the same for every job of one request: a keyed
+ * request's is its key's (so a second job for the key, after Redis lost the first
+ * one midway, finds what the first applied), an unkeyed one's the request's own id.
+ */
+export function mutationId(data: MutationJobBase): { id: string; expiresAt?: number } {
+  return data.idempotency ? { id: `idem:${data.idempotency.scopeHash}`, expiresAt: data.idempotency.expiresAt } : { id: data.id };
 }
 
 const REUSED_MESSAGE =
@@ -64,6 +75,7 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
   }
   if (answer === null) {
     answer = await apply();
+    replayed = answer.replayed === true;
     if (idem) {
       await deps.collections.idempotencyRecords
         .insertOne({

@@ -19,7 +19,7 @@ import type { Logger } from '../../common/logger.js';
 import { decideCancel, decideConfirm, decideExpiry, decideOutcome, decideUpdate, type DecideContext, type Decision } from '../lifecycle/decide.js';
 import { transition, type Mutation, type TransitionDeps, type TransitionResult } from '../lifecycle/transition.js';
 import type { OperatorConnectors } from '../operators/connector.js';
-import { notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
+import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import type { SimulatorConfig } from '../../common/config.js';
 
@@ -48,7 +48,8 @@ function answerOf(result: TransitionResult, data: RequestData): Answer {
     case 'refused':
       return { status: result.status, body: result.body };
     case 'applied':
-      return { status: result.record.st, body: result.record.res };
+      // Applied by another request with this key (its job lost midway): a replay.
+      return { status: result.record.st, body: result.record.res, replayed: result.again === true && result.record.r !== data.id };
     case 'skipped':
       // Decisions of requests never skip; answer the intent as it is.
       throw new Error(`a request's mutation was skipped: ${result.reason}`);
@@ -62,9 +63,12 @@ async function request(
   afterApplied?: (result: Extract<TransitionResult, { kind: 'applied' }>) => Promise<void>,
 ): Promise<CreateJobResult> {
   const data = job.data;
+  const { id, expiresAt } = mutationId(data);
   const mutation: Mutation = {
     target: data.target,
-    id: data.id,
+    id,
+    ...(expiresAt ? { expiresAt } : {}),
+    requestedBy: data.id,
     project: data.project,
     livemode: data.livemode,
     requestId: data.requestId,

@@ -21,8 +21,9 @@ import { randomBytes } from 'node:crypto';
 import type { Job } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
 import type { WebhookEndpointDoc } from '../../common/documents.js';
+import { errorBody } from '../../common/errors.js';
 import { ALL_EVENTS, createdEventId, PAYMENT_INTENT_CREATED, WEBHOOK_ENDPOINT_TEST } from '../../common/events.js';
-import { idBodyFloor, type IdGenerator } from '../../common/ids.js';
+import { idBodyFloor, idTime, type IdGenerator } from '../../common/ids.js';
 import {
   JOBS,
   type CreateJobResult,
@@ -37,7 +38,7 @@ import type { Logger } from '../../common/logger.js';
 import { buildEventJson, presentWebhookAttempt, presentWebhookEndpoint } from '../../common/presenters.js';
 import { mergeMetadata } from '../lifecycle/decide.js';
 import { deliveryJobOptions } from './dispatch-event.js';
-import { freezeCreateAnswer, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
+import { freezeCreateAnswer, mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 import { sendAttempt, type DeliverDeps } from '../webhooks/deliver.js';
 import { loadEvent } from '../webhooks/load-event.js';
 
@@ -66,15 +67,28 @@ function run(deps: EndpointMutationDeps, job: Job<Data>, apply: (doc: WebhookEnd
   });
 }
 
+/** The limit of create (api/schemas/validate.ts, METADATA_MAX_KEYS), which the worker may not import. */
+const METADATA_MAX_KEYS = 50;
+
+function metadataTooLarge(data: UpdateWebhookEndpointData, keys: number): Answer {
+  const message = `Invalid metadata: merged with the endpoint's metadata it would have ${keys} keys, and at most ${METADATA_MAX_KEYS} are allowed. Set a key to "" to remove it.`;
+  return { status: 400, body: errorBody({ code: 'metadata_invalid', message, param: 'metadata' }, data.requestId, data.baseUrl) };
+}
+
 export function updateWebhookEndpoint(deps: EndpointMutationDeps, job: Job<UpdateWebhookEndpointData>): Promise<CreateJobResult> {
-  const input = job.data.input;
+  const data = job.data;
+  const input = data.input;
   return run(deps, job, async (doc) => {
     await freezeCreateAnswer(deps, doc, () => present(doc, true));
     const set: Partial<WebhookEndpointDoc> = {};
     if (input.url !== undefined) set.url = input.url;
     if (input.enabled_events !== undefined) set.enabled_events = input.enabled_events;
     if (input.description !== undefined) set.description = input.description;
-    if (input.metadata !== undefined) set.metadata = mergeMetadata(doc.metadata, input.metadata);
+    if (input.metadata !== undefined) {
+      set.metadata = mergeMetadata(doc.metadata, input.metadata);
+      // Each body is checked by the api; only here is the merged whole known.
+      if (set.metadata.length > METADATA_MAX_KEYS) return metadataTooLarge(data, set.metadata.length);
+    }
     if (input.disabled === true) {
       set.status = 'disabled';
       set.disabled_reason = 'requested';
@@ -109,28 +123,31 @@ export function deleteWebhookEndpoint(deps: EndpointMutationDeps, job: Job<Webho
 
 export function rotateWebhookSecret(deps: EndpointMutationDeps, job: Job<RotateWebhookSecretData>): Promise<CreateJobResult> {
   const data = job.data;
+  const rotation = mutationId(data).id;
   return run(deps, job, async (doc) => {
-    if (doc.rotated_by === data.id) return { status: 200, body: present(doc, true) };
+    if (doc.rotated_by === rotation) return { status: 200, body: present(doc, true) };
     await freezeCreateAnswer(deps, doc, () => present(doc, true));
     const graceMs = data.input.expire_previous_in * 1000;
     const set: Partial<WebhookEndpointDoc> = {
       secret: `whsec_${randomBytes(24).toString('base64')}`,
       previous_secret: graceMs > 0 ? doc.secret : null,
       previous_secret_expires_at: graceMs > 0 ? deps.now() + graceMs : null,
-      rotated_by: data.id,
+      rotated_by: rotation,
     };
     const updated = await deps.collections.webhookEndpoints.updateOne({ _id: doc._id, rotated_by: doc.rotated_by ?? null }, { $set: set });
     if (updated.matchedCount === 0) {
       // Another rotation came first, or this one (a retried job): answer what is stored if it is ours.
       const now = await load(deps, data);
-      if (now?.rotated_by === data.id) return { status: 200, body: present(now, true) };
+      if (now?.rotated_by === rotation) return { status: 200, body: present(now, true) };
       throw new Error(`webhook endpoint ${doc._id}: rotated concurrently; retrying`);
     }
     return { status: 200, body: present({ ...doc, ...set }, true) };
   });
 }
 
-function redeliveryOptions(config: WebhookConfig, eventId: string, endpointId: string, mutation: string) {
+function redeliveryOptions(config: WebhookConfig, eventId: string, endpointId: string, data: ResendWebhookEventData | RecoverWebhookEventsData) {
+  // Job ids may not contain ':'; a key's hash or a request id is safe.
+  const mutation = data.idempotency ? data.idempotency.scopeHash : data.id;
   return { ...deliveryJobOptions(config, eventId, endpointId), jobId: `redeliver-${eventId}-${endpointId}-${mutation}` };
 }
 
@@ -144,7 +161,7 @@ export function resendWebhookEvent(deps: EndpointMutationDeps, job: Job<ResendWe
     await deps.webhooksQueue.add(
       JOBS.deliverWebhook,
       { eventId: event.id, endpointId: doc._id, redelivery: true },
-      redeliveryOptions(deps.config, event.id, doc._id, data.id),
+      redeliveryOptions(deps.config, event.id, doc._id, data),
     );
     return { status: 200, body: JSON.stringify({ object: 'resend', event: event.id, webhook_endpoint: doc._id, queued: 1 }) };
   });
@@ -159,7 +176,7 @@ export function recoverWebhookEvents(deps: EndpointMutationDeps, job: Job<Recove
         eventIds.map((eventId) => ({
           name: JOBS.deliverWebhook as typeof JOBS.deliverWebhook,
           data: { eventId, endpointId: doc._id, redelivery: true as const },
-          opts: redeliveryOptions(deps.config, eventId, doc._id, data.id),
+          opts: redeliveryOptions(deps.config, eventId, doc._id, data),
         })),
       );
     }
@@ -176,7 +193,9 @@ export function recoverWebhookEvents(deps: EndpointMutationDeps, job: Job<Recove
 async function recoverableEvents(deps: EndpointMutationDeps, endpoint: WebhookEndpointDoc, since: number): Promise<string[]> {
   const c = deps.collections;
   const scope = { project: endpoint.project, livemode: endpoint.livemode };
-  const fromMs = Math.max(since * 1000, Number(endpoint.created) * 1000);
+  // The endpoint's own millisecond, as the dispatch compares (`created` is whole
+  // seconds: events of the second before the endpoint existed would pass).
+  const fromMs = Math.max(since * 1000, idTime(endpoint._id));
   const floor = idBodyFloor(fromMs);
   const all = endpoint.enabled_events.includes(ALL_EVENTS);
   const wants = (type: string) => all || endpoint.enabled_events.includes(type);

@@ -24,12 +24,14 @@
  *   connection is made, after resolution, so DNS rebinding does not get around it.
  *   Test-mode endpoints are exempt only when the operator sets
  *   `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`; live-mode ones never are.
- * - The endpoint is read again before each attempt: once it is disabled or deleted,
- *   nothing more is sent. A 410 Gone disables it at once; failing without a single
- *   success for `disableAfterMs` disables it too.
+ * - The endpoint is read again before each attempt: once it is disabled, deleted or
+ *   no longer subscribed to the event's type, nothing more is sent. A 410 Gone
+ *   disables it at once; failing without a single success for `disableAfterMs`
+ *   disables it too.
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
+import { ALL_EVENTS } from '../../common/events.js';
 import type { IdGenerator } from '../../common/ids.js';
 import type { DeliverWebhookData } from '../../common/jobs.js';
 import type { Logger } from '../../common/logger.js';
@@ -59,7 +61,7 @@ export interface DeliverDeps {
 
 export type DeliverResult =
   | { delivered: true; attempt: number; http_status: number }
-  | { delivered: false; skipped: 'endpoint_deleted' | 'endpoint_disabled' | 'event_missing' | 'scope_mismatch' };
+  | { delivered: false; skipped: 'endpoint_deleted' | 'endpoint_disabled' | 'not_subscribed' | 'event_missing' | 'scope_mismatch' };
 
 /** How long a delivery whose endpoint has no free slot waits before trying again: 1 to 2 s. */
 function slotWaitMs(): number {
@@ -127,6 +129,12 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise
   if (event.project !== endpoint.project || event.livemode !== endpoint.livemode) {
     deps.logger.warn({ event_id: eventId, endpoint_id: endpointId }, 'delivery pairs an event and an endpoint of different scopes: nothing sent');
     return { delivered: false, skipped: 'scope_mismatch' };
+  }
+  // An update of enabled_events applies to the retries of earlier events too. A
+  // redelivery (resend, recover) was asked for this very event: it is sent anyway.
+  if (!job.data.redelivery && !subscribes(endpoint, event.type)) {
+    deps.logger.info({ event_id: eventId, endpoint_id: endpointId, type: event.type }, 'webhook endpoint no longer subscribed: delivery dropped');
+    return { delivered: false, skipped: 'not_subscribed' };
   }
   const attempt = job.attemptsMade + 1;
   const { outcome, result } = await sendAttempt(deps, endpoint, eventId, event.json, attempt);
@@ -206,6 +214,10 @@ export async function sendAttempt(
   };
   await retryInfrastructure(() => deps.collections.webhookAttempts.insertOne(record), STEP_RETRY);
   return { record, outcome, result };
+}
+
+function subscribes(endpoint: WebhookEndpointDoc, type: string): boolean {
+  return endpoint.enabled_events.includes(ALL_EVENTS) || endpoint.enabled_events.includes(type);
 }
 
 async function disable(c: Collections, endpoint: WebhookEndpointDoc, reason: string): Promise<void> {

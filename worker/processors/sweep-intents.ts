@@ -1,0 +1,42 @@
+/**
+ * The lifecycle's sweeper: MongoDB is the record of every pending step of a payment
+ * intent, and Redis may lose the delayed jobs that carry them (a restart from an old
+ * snapshot, a failover to a lagging replica). Each sweep reads the intents that have
+ * a step ahead, and enqueues their jobs again under the same deterministic ids:
+ *
+ * - an attempt in flight (`requires_action`, `processing`): the delayed jobs its
+ *   last transition scheduled (the history entry's `fu`), and its expiry;
+ * - an intent in `new` whose `expires_at` has passed: its expiry, now.
+ *
+ * A job that still exists is not added twice (BullMQ ignores a known id); one that
+ * already ran is a no-op when it runs again, since every decision re-checks the
+ * intent's status and attempt. Intents past these states, the vast majority, are not
+ * read: the filter is index-shaped on MongoDB ({status, expires_at}).
+ */
+import type { TypedQueue } from '../../common/jobs.js';
+import type { Collections } from '../../common/mongo.js';
+import { scheduleExpiry, scheduleFollowUps } from '../lifecycle/follow-ups.js';
+
+const BATCH = 1000;
+
+export async function sweepIntents(
+  deps: { collections: Collections; intentsQueue: TypedQueue<'intents'> },
+  nowMs: number,
+): Promise<{ intents: number }> {
+  const now = Math.floor(nowMs / 1000);
+  const docs = await deps.collections.paymentIntents
+    .find(
+      { $or: [{ status: { $in: ['requires_action', 'processing'] } }, { status: 'new', expires_at: { $lte: now } }] },
+      { projection: { _id: 1, project: 1, livemode: 1, status: 1, attempt: 1, expires_at: 1, history: 1 } },
+    )
+    .limit(BATCH)
+    .toArray();
+  for (const doc of docs) {
+    if (doc.status !== 'processing') await scheduleExpiry(deps.intentsQueue, doc, nowMs);
+    const last = doc.history?.at(-1);
+    if (doc.status !== 'new' && last && last.at === (doc.attempt ?? 0) && last.fu.length > 0) {
+      await scheduleFollowUps(deps.intentsQueue, { ...doc, attempt: last.at }, last.fu, nowMs);
+    }
+  }
+  return { intents: docs.length };
+}
