@@ -2,7 +2,8 @@ import { ApiError, errors } from '../../common/errors.js';
 import { toPairs, type MetadataPairs } from '../../common/metadata.js';
 
 export const DESCRIPTION_MAX_LENGTH = 1000;
-export const METADATA_MAX_KEYS = 50;
+export { METADATA_MAX_KEYS } from '../../common/metadata.js';
+import { METADATA_MAX_KEYS } from '../../common/metadata.js';
 export const METADATA_KEY_MAX_LENGTH = 40;
 export const METADATA_VALUE_MAX_LENGTH = 500;
 

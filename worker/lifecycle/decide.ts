@@ -22,7 +22,7 @@ import {
   type NextAction,
   type SimulatedOutcome,
 } from '../../common/lifecycle.js';
-import type { MetadataPairs } from '../../common/metadata.js';
+import { mergedMetadataTooLarge, mergeMetadata, METADATA_MAX_KEYS } from '../../common/metadata.js';
 import { automaticOperator } from '../../common/operators.js';
 import type { CancelInput, ConfirmInput, OperatorOutcomeData, PaymentIntentUpdateInput } from '../../common/jobs.js';
 
@@ -248,16 +248,6 @@ export function decideCancel(doc: PaymentIntentDoc, input: CancelInput, now: num
   };
 }
 
-/** Stripe's metadata merge: keys given replace, a key set to "" is removed, others stay. */
-export function mergeMetadata(current: MetadataPairs, changes: MetadataPairs): MetadataPairs {
-  const merged = new Map(current.map((p) => [p.k, p.v] as const));
-  for (const { k, v } of changes) {
-    if (v === '') merged.delete(k);
-    else merged.set(k, v);
-  }
-  return [...merged].map(([k, v]) => ({ k, v }));
-}
-
 const ANY_STATUS_FIELDS = new Set(['description', 'metadata']);
 
 export function decideUpdate(doc: PaymentIntentDoc, input: PaymentIntentUpdateInput): Decision {
@@ -296,7 +286,10 @@ export function decideUpdate(doc: PaymentIntentDoc, input: PaymentIntentUpdateIn
   if (input.amount !== undefined) set.amount = input.amount;
   if (input.currency !== undefined) set.currency = input.currency;
   if (input.description !== undefined) set.description = input.description;
-  if (input.metadata !== undefined) set.metadata = mergeMetadata(doc.metadata, input.metadata);
+  if (input.metadata !== undefined) {
+    set.metadata = mergeMetadata(doc.metadata, input.metadata);
+    if (set.metadata.length > METADATA_MAX_KEYS) return refuse(mergedMetadataTooLarge(set.metadata.length, 'PaymentIntent'));
+  }
   if (input.allowed_operators !== undefined) set.allowed_operators = allowed;
   if (input.selected_operator !== undefined || input.automatic_operator !== undefined) {
     set.selected_operator = selected;

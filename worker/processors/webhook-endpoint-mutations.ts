@@ -36,7 +36,7 @@ import {
 } from '../../common/jobs.js';
 import type { Logger } from '../../common/logger.js';
 import { buildEventJson, presentWebhookAttempt, presentWebhookEndpoint } from '../../common/presenters.js';
-import { mergeMetadata } from '../lifecycle/decide.js';
+import { mergedMetadataTooLarge, mergeMetadata, METADATA_MAX_KEYS } from '../../common/metadata.js';
 import { deliveryJobOptions } from './dispatch-event.js';
 import { freezeCreateAnswer, mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 import { sendAttempt, type DeliverDeps } from '../webhooks/deliver.js';
@@ -67,12 +67,8 @@ function run(deps: EndpointMutationDeps, job: Job<Data>, apply: (doc: WebhookEnd
   });
 }
 
-/** The limit of create (api/schemas/validate.ts, METADATA_MAX_KEYS), which the worker may not import. */
-const METADATA_MAX_KEYS = 50;
-
 function metadataTooLarge(data: UpdateWebhookEndpointData, keys: number): Answer {
-  const message = `Invalid metadata: merged with the endpoint's metadata it would have ${keys} keys, and at most ${METADATA_MAX_KEYS} are allowed. Set a key to "" to remove it.`;
-  return { status: 400, body: errorBody({ code: 'metadata_invalid', message, param: 'metadata' }, data.requestId, data.baseUrl) };
+  return { status: 400, body: errorBody(mergedMetadataTooLarge(keys, 'endpoint'), data.requestId, data.baseUrl) };
 }
 
 export function updateWebhookEndpoint(deps: EndpointMutationDeps, job: Job<UpdateWebhookEndpointData>): Promise<CreateJobResult> {

@@ -7,13 +7,13 @@ import test from 'ava';
 import type { PaymentIntentDoc } from '../../../common/documents.js';
 import { MAGIC_SUFFIXES, maskPhone, simulatedOutcome } from '../../../common/lifecycle.js';
 import { automaticOperator } from '../../../common/operators.js';
+import { mergeMetadata } from '../../../common/metadata.js';
 import {
   decideCancel,
   decideConfirm,
   decideExpiry,
   decideOutcome,
   decideUpdate,
-  mergeMetadata,
   type DecideContext,
   type Decision,
 } from '../../../worker/lifecycle/decide.js';
@@ -206,6 +206,9 @@ test('update: only the fields given; metadata merged with "" removing a key; sel
   const d = applied(t, decideUpdate(doc, { metadata: [{ k: 'a', v: '' }, { k: 'c', v: '3' }] }));
   t.deepEqual(d.set, { metadata: [{ k: 'b', v: '2' }, { k: 'c', v: '3' }] });
   t.deepEqual(mergeMetadata([{ k: 'x', v: '1' }], [{ k: 'x', v: '2' }]), [{ k: 'x', v: '2' }]);
+  const full = intent({ metadata: Array.from({ length: 50 }, (_, i) => ({ k: `k${i}`, v: 'v' })) });
+  refusedWith(t, decideUpdate(full, { metadata: [{ k: 'one-more', v: 'v' }] }), 'metadata_invalid');
+  t.is(decideUpdate(full, { metadata: [{ k: 'k0', v: '' }, { k: 'one-more', v: 'v' }] }).kind, 'apply', 'removing one makes room for one');
   const selected = applied(t, decideUpdate(doc, { selected_operator: 'wave' }));
   t.like(selected.set, { selected_operator: 'wave', automatic_operator: false });
   refusedWith(t, decideUpdate(intent({ selected_operator: 'wave', automatic_operator: false }), { allowed_operators: ['mtn_momo'] }), 'operator_invalid');
