@@ -4,7 +4,8 @@
  * capped, fully jittered exponential backoff (and never sooner than a Retry-After
  * asks), the way a careful integration retries. Each attempt goes to the next api
  * in turn, as a load balancer without health checks would send it. After its 200, a
- * key may be sent once more, to check the replay.
+ * key may be sent once more, to check the replay, and the intent may be confirmed
+ * (with a key of its own, retried the same way).
  */
 import http from 'node:http';
 import { idTime } from '../../common/ids.js';
@@ -45,7 +46,12 @@ export interface KeyRecord {
   terminal: string | null;
   /** The deliberate second request after the 200, if sent. */
   replay: { attempts: Attempt[]; answer: Answer | null; terminal: string | null } | null;
+  /** The confirm of the created intent (its own key), if sent. */
+  confirm: { key: string; attempts: Attempt[]; answer: Answer | null; terminal: string | null } | null;
 }
+
+/** Every confirm pays with a number the simulator approves. */
+export const CONFIRM_BODY = JSON.stringify({ operator: 'mtn_momo', phone_number: '+2250700000000' });
 
 export interface LoadOptions {
   apiUrls: string[];
@@ -54,6 +60,7 @@ export interface LoadOptions {
   durationS: number;
   requestTimeoutMs: number;
   replayFraction: number;
+  confirmFraction: number;
   /** Epoch ms after which nothing is retried any more. */
   giveUpMs: () => number;
   random: () => number;
@@ -130,6 +137,7 @@ export class Load {
         answer: null,
         terminal: null,
         replay: null,
+        confirm: null,
       };
       this.keys.push(record);
       this.track(this.drive(record));
@@ -147,7 +155,10 @@ export class Load {
     const first = await this.untilAnswered(record.key, record.body, record.attempts);
     record.answer = first.answer;
     record.terminal = first.terminal;
-    if (!first.answer || this.options.random() >= this.options.replayFraction) return;
+    if (!first.answer) return;
+    const confirming = this.options.random() < this.options.confirmFraction ? this.confirm(record, first.answer.id) : null;
+    if (confirming) this.track(confirming);
+    if (this.options.random() >= this.options.replayFraction) return;
     // Spread the replays over the next seconds, so that some cross a fault.
     await sleep(this.options.random() * 10_000);
     if (Date.now() > this.options.giveUpMs()) return;
@@ -158,7 +169,20 @@ export class Load {
     replay.terminal = second.terminal;
   }
 
-  private async untilAnswered(key: string, body: string, attempts: Attempt[]): Promise<{ answer: Answer | null; terminal: string | null }> {
+  private async confirm(record: KeyRecord, intent: string): Promise<void> {
+    const confirm = { key: `${record.key}-confirm`, attempts: [] as Attempt[], answer: null as Answer | null, terminal: null as string | null };
+    record.confirm = confirm;
+    const done = await this.untilAnswered(confirm.key, CONFIRM_BODY, confirm.attempts, `/v1/payment_intents/${intent}/confirm`);
+    confirm.answer = done.answer;
+    confirm.terminal = done.terminal;
+  }
+
+  private async untilAnswered(
+    key: string,
+    body: string,
+    attempts: Attempt[],
+    path = '/v1/payment_intents',
+  ): Promise<{ answer: Answer | null; terminal: string | null }> {
     for (let failures = 0; ; failures++) {
       const url = this.options.apiUrls[this.next++ % this.options.apiUrls.length] as string;
       const sentMs = Date.now();
@@ -167,7 +191,7 @@ export class Load {
       try {
         const res = await post(
           this.agent,
-          `${url}/v1/payment_intents`,
+          `${url}${path}`,
           { Authorization: `Bearer ${this.options.apiKey}`, 'Content-Type': 'application/json', 'Idempotency-Key': key },
           body,
           this.options.requestTimeoutMs,

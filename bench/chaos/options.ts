@@ -23,6 +23,8 @@ export interface ChaosOptions {
   apiKillS: [number, number] | null;
   /** Fraction of keys sent once more after their 200, to check the replay. */
   replayFraction: number;
+  /** Fraction of created intents then confirmed, with a key of their own, through the simulator. */
+  confirmFraction: number;
   /** How long keys still unanswered and undelivered events are waited for after the load. */
   settleS: number;
   /** Client timeout of one request. */
@@ -59,6 +61,8 @@ Redis over; then checks what came out and prints a report (JSON in --out).
   --worker-kill A-B   SIGKILL a worker every A to B seconds; 0 for none (2-4)
   --api-kill A-B      SIGKILL an api every A to B seconds; 0 for none (8-12)
   --replays F         fraction of keys sent again after their 200 (1)
+  --confirms F        fraction of created intents confirmed (keyed, test number
+                      +2250700000000, each confirm retried like a create) (0.2)
   --settle S          how long to wait for stragglers after the load (120)
   --request-timeout MS  client timeout per request (15000)
   --no-endpoint       no webhook endpoint (creates only)
@@ -104,6 +108,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
       'worker-kill': { type: 'string' },
       'api-kill': { type: 'string' },
       replays: { type: 'string' },
+      confirms: { type: 'string' },
       settle: { type: 'string' },
       'request-timeout': { type: 'string' },
       'no-endpoint': { type: 'boolean' },
@@ -134,6 +139,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     workerKillS: range('worker-kill', values['worker-kill'], [2, 4]),
     apiKillS: range('api-kill', values['api-kill'], [8, 12]),
     replayFraction: number('replays', values.replays, 1),
+    confirmFraction: number('confirms', values.confirms, 0.2),
     settleS: number('settle', values.settle, 120),
     requestTimeoutMs: number('request-timeout', values['request-timeout'], 15_000, 100),
     recoveryS: 10,
@@ -147,6 +153,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     dist: path.resolve(values.dist ?? path.join(ROOT, 'dist')),
   };
   if (options.replayFraction > 1) throw new Error('--replays is a fraction, 0 to 1');
+  if (options.confirmFraction > 1) throw new Error('--confirms is a fraction, 0 to 1');
   if (!Number.isInteger(options.apis) || !Number.isInteger(options.workers)) throw new Error('--apis and --workers are whole numbers');
   if (options.warmupS >= options.durationS) throw new Error('--warmup must be shorter than --duration');
   return options;

@@ -9,7 +9,7 @@ import type { InjectedFault } from './faults.js';
 import type { LogTally } from './fleet.js';
 import type { KeyRecord } from './load.js';
 import type { ChaosOptions } from './options.js';
-import type { EventFigures, KeyFigures, Recovery, ReplayFigures, Verdict } from './verdicts.js';
+import type { ConfirmFigures, EventFigures, KeyFigures, Recovery, ReplayFigures, Verdict } from './verdicts.js';
 
 export interface ChaosReport {
   when: string;
@@ -19,6 +19,7 @@ export interface ChaosReport {
   keys: KeyFigures;
   events: EventFigures | null;
   replays: ReplayFigures;
+  confirms: ConfirmFigures | null;
   throughput: { baselinePerS: number; recoveries: Recovery[]; perSecond: number[] };
   faults: InjectedFault[];
   requests: { total: number; outcomes: Record<string, number>; latencyMs: { p50: number; p99: number; max: number } };

@@ -24,7 +24,7 @@ import { parseOptions, USAGE, type ChaosOptions } from './options.js';
 import { VerifyingReceiver } from './receiver.js';
 import { logFigures, printReport, requestFigures, writeReport, type ChaosReport } from './report.js';
 import { ControlledRedis, countsSince, ferretCommandCounts, loadStack } from './servers.js';
-import { checkEvents, checkKeys, checkRecovery, checkReplays, eventIdsOf, successSeries } from './verdicts.js';
+import { checkConfirms, checkEvents, checkKeys, checkRecovery, checkReplays, eventIdsOf, successSeries } from './verdicts.js';
 
 const TEMP_PREFIX = 'payments-chaos-stack-';
 const PROJECT = 'chaos';
@@ -174,6 +174,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     durationS: options.durationS,
     requestTimeoutMs: options.requestTimeoutMs,
     replayFraction: options.replayFraction,
+    confirmFraction: options.confirmFraction,
     giveUpMs: () => giveUpMs,
     random: Math.random,
     runId,
@@ -239,13 +240,14 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     const outboxLeft = await db.collection('event_outbox').countDocuments({});
     const events = options.endpoint ? checkEvents(load.keys, receiver, outboxLeft) : null;
     const replays = checkReplays(load.keys);
+    const confirms = options.confirmFraction > 0 ? await checkConfirms(db, load.keys) : null;
     const recovery = checkRecovery(load.keys, faults, {
       startMs,
       warmupS: options.warmupS,
       recoveryS: options.recoveryS,
       share: options.recoveryShare,
     });
-    const verdicts = [keys.verdict, ...(events ? [events.verdict] : []), replays.verdict, recovery.verdict];
+    const verdicts = [keys.verdict, ...(events ? [events.verdict] : []), replays.verdict, ...(confirms ? [confirms.verdict] : []), recovery.verdict];
     const { out: _out, ...shape } = options;
     report = {
       when: new Date(startMs).toISOString(),
@@ -255,6 +257,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
       keys: keys.figures,
       events: events?.figures ?? null,
       replays: replays.figures,
+      confirms: confirms?.figures ?? null,
       throughput: {
         baselinePerS: Math.round(recovery.baselinePerS * 10) / 10,
         recoveries: recovery.recoveries,

@@ -217,3 +217,55 @@ export function checkRecovery(
     `${Math.round(options.share * 100)}% of it within ${options.recoveryS} s (slowest ${Number.isFinite(worst) ? `${worst} s` : 'never'})`;
   return { verdict: { name: `throughput back within ${options.recoveryS} s`, pass: failed.length === 0 && baselinePerS > 0, detail }, baselinePerS, recoveries };
 }
+
+export interface ConfirmFigures {
+  confirms: number;
+  answered200: number;
+  terminal: Record<string, number>;
+  succeeded: number;
+  /** Confirmed intents not `succeeded` when checked, by status. */
+  notSucceeded: Record<string, number>;
+  /** Intents with more than one `payment_intent.succeeded` event. */
+  doubleSucceeded: number;
+  /** Events recorded twice (the same transition applied twice). */
+  duplicateEvents: number;
+}
+
+/**
+ * Every confirm answered 200, and each confirmed intent ended `succeeded` with exactly
+ * one `succeeded` event and no transition recorded twice: the lifecycle's promise of
+ * exactly once, under the same faults as the creates.
+ */
+export async function checkConfirms(db: Db, keys: KeyRecord[]): Promise<{ verdict: Verdict; figures: ConfirmFigures }> {
+  const confirmed = keys.filter((k) => k.confirm && k.answer);
+  const ids = confirmed.map((k) => k.answer!.id);
+  const figures: ConfirmFigures = { confirms: confirmed.length, answered200: 0, terminal: {}, succeeded: 0, notSucceeded: {}, doubleSucceeded: 0, duplicateEvents: 0 };
+  for (const k of confirmed) {
+    if (k.confirm!.answer) figures.answered200++;
+    if (k.confirm!.terminal) figures.terminal[k.confirm!.terminal] = (figures.terminal[k.confirm!.terminal] ?? 0) + 1;
+  }
+  const docs = await db
+    .collection<PaymentIntentDoc>('payment_intents')
+    .find({ _id: { $in: ids } }, { projection: { _id: 1, status: 1, history: 1 } })
+    .toArray();
+  for (const doc of docs) {
+    if (doc.status === 'succeeded') figures.succeeded++;
+    else figures.notSucceeded[doc.status] = (figures.notSucceeded[doc.status] ?? 0) + 1;
+    const types = (doc.history ?? []).flatMap((h) => (h.evt ? [h.evt.type] : []));
+    if (types.filter((t) => t === 'payment_intent.succeeded').length > 1) figures.doubleSucceeded++;
+    const kinds = new Set(types);
+    if (kinds.size !== types.length) figures.duplicateEvents++;
+  }
+  const stored = await db
+    .collection('events')
+    .aggregate<{ _id: string; n: number }>([{ $match: { object_id: { $in: ids }, type: 'payment_intent.succeeded' } }, { $group: { _id: '$object_id', n: { $sum: 1 } } }])
+    .toArray()
+    .catch(() => []);
+  figures.doubleSucceeded += stored.filter((s) => s.n > 1).length;
+  const pass = figures.answered200 === figures.confirms && figures.succeeded === figures.confirms && figures.doubleSucceeded === 0 && figures.duplicateEvents === 0;
+  const detail =
+    `${figures.answered200}/${figures.confirms} confirms answered 200; ${figures.succeeded} intents succeeded` +
+    `${Object.keys(figures.notSucceeded).length ? ` (others: ${JSON.stringify(figures.notSucceeded)})` : ''}; ` +
+    `${figures.doubleSucceeded} with two succeeded events, ${figures.duplicateEvents} with a transition recorded twice`;
+  return { verdict: { name: 'every confirm 200, each intent succeeded exactly once', pass, detail }, figures };
+}
