@@ -110,9 +110,27 @@ function resolveOperator(doc: PaymentIntentDoc, input: ConfirmInput): string | E
   return { code: 'parameter_missing', message: 'Missing required param: operator (the PaymentIntent has no selected_operator and automatic_operator is false).', param: 'operator' };
 }
 
+/**
+ * Past `expires_at`, an intent in `new` or `requires_action` is expired even before
+ * its expiry job has run (a busy queue, a paused worker): no attempt starts or goes on.
+ */
+function pastExpiry(doc: PaymentIntentDoc, action: string, now: number): Decision | null {
+  if (doc.expires_at > now) return null;
+  return {
+    kind: 'refuse',
+    status: 400,
+    detail: {
+      code: 'payment_intent_unexpected_state',
+      message: `You cannot ${action} this PaymentIntent because it has a status of expired: its expires_at (${doc.expires_at}) has passed.`,
+    },
+  };
+}
+
 export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: DecideContext): Decision {
+  if (doc.status !== 'new' && doc.status !== 'requires_action') return unexpected(doc, 'confirm');
+  const expired = pastExpiry(doc, 'confirm', ctx.now);
+  if (expired) return expired;
   if (doc.status === 'requires_action') return decideOtp(doc, input, ctx);
-  if (doc.status !== 'new') return unexpected(doc, 'confirm');
   const operator = resolveOperator(doc, input);
   if (typeof operator !== 'string') return refuse(operator);
   const flow = flowOf(operator);
@@ -310,6 +328,8 @@ export function decideOutcome(doc: PaymentIntentDoc, data: OperatorOutcomeData, 
   const outcome = simulatedOutcome(phone);
   if (data.step === 'payer') {
     if (doc.status !== 'requires_action') return { kind: 'skip', reason: `arrived too late: the intent is ${doc.status}` };
+    // The payer's step ends at expires_at, whether or not the expiry job has run yet.
+    if (doc.expires_at <= ctx.now) return { kind: 'skip', reason: `arrived too late: the intent expired at ${doc.expires_at}` };
     if (data.action === 'cancel') {
       return decideCancel(doc, { cancellation_reason: 'abandoned' }, ctx.now);
     }

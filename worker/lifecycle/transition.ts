@@ -5,7 +5,9 @@
  *   its status and attempt) as they were when the decision was made, so two racing
  *   jobs cannot both apply; the loser reads the intent again and decides again
  *   (a cancel that lost to a success is then refused, an operator answer that lost
- *   to a cancel is dropped as late).
+ *   to a cancel is dropped as late). Read, decision and update are made under the
+ *   intent's lock (intent-lock.ts): FerretDB does not make a conditional update
+ *   atomic, so racing transitions take turns there.
  * - The same update pushes a `history` entry: the mutation's id, its answer, its
  *   event and its delayed jobs. So the event is recorded atomically with the change,
  *   and a retried job (crash, stall, lost connection) finds its entry and finishes
@@ -28,6 +30,7 @@ import type { Redis } from 'ioredis';
 import type { Decision } from './decide.js';
 import { freezeCreateAnswer } from '../processors/mutation.js';
 import { scheduleFollowUps } from './follow-ups.js';
+import { IntentLock, intentLockKey } from './intent-lock.js';
 import type { WriteGate } from './write-gate.js';
 import { retryInfrastructure } from '../../common/retry.js';
 
@@ -79,15 +82,31 @@ export async function transition(
   mutation: Mutation,
   decide: (doc: PaymentIntentDoc) => Decision,
 ): Promise<TransitionResult> {
+  const lock = new IntentLock(deps.redis, intentLockKey(deps.prefix, mutation.target));
+  await lock.acquire();
+  let result: TransitionResult;
+  try {
+    result = await decideAndApply(deps, mutation, decide, lock);
+  } finally {
+    await lock.release();
+  }
+  // Every step after the update is idempotent: no need to hold the lock for them.
+  if (result.kind === 'applied') await finish(deps, result.doc, result.record);
+  return result;
+}
+
+async function decideAndApply(
+  deps: TransitionDeps,
+  mutation: Mutation,
+  decide: (doc: PaymentIntentDoc) => Decision,
+  lock: IntentLock,
+): Promise<TransitionResult> {
   const c = deps.collections.paymentIntents;
   for (let race = 0; race < MAX_RACES; race++) {
     const doc = await c.findOne({ _id: mutation.target, project: mutation.project, livemode: mutation.livemode }, { projection: WITHOUT_HISTORY });
     if (!doc) return { kind: 'missing' };
     const done = doc.history?.find((h) => h.m === mutation.id && (h.x === undefined || h.x > deps.now()));
-    if (done) {
-      await finish(deps, doc, done);
-      return { kind: 'applied', record: done, doc, again: true };
-    }
+    if (done) return { kind: 'applied', record: done, doc, again: true };
     const decision = decide(doc);
     if (decision.kind === 'refuse') {
       return { kind: 'refused', status: decision.status, body: errorBody(decision.detail, mutation.requestId, mutation.baseUrl) };
@@ -118,12 +137,17 @@ export async function transition(
     // `attempt` of a document no transition has touched yet is absent, not 0.
     if (doc.attempt === undefined) (filter as Record<string, unknown>).attempt = { $exists: false };
     // A locked database is contention: waited out here, not a failed job.
-    const updated = await deps.writes.run(() =>
-      retryInfrastructure(() => c.updateOne(filter, { $set: { ...decision.set, rev: rev + 1 }, $push: { history: record } }), UPDATE_RETRY),
-    );
+    const updated = await deps.writes.run(async () => {
+      // The wait for the gate may have outlived the lock: never write under another's.
+      if (!(await lock.renew())) return null;
+      return retryInfrastructure(() => c.updateOne(filter, { $set: { ...decision.set, rev: rev + 1 }, $push: { history: record } }), UPDATE_RETRY);
+    });
+    if (updated === null) {
+      await lock.acquire();
+      continue; // the lock was lost meanwhile: read and decide again under the new one
+    }
     if (updated.matchedCount === 0) continue; // another mutation got there first: decide again
     after.history = [...(doc.history ?? []), record];
-    await finish(deps, after, record);
     return { kind: 'applied', record, doc: after };
   }
   throw new Error(`payment intent ${mutation.target}: still changing after ${MAX_RACES} tries`);

@@ -1,0 +1,85 @@
+/**
+ * One transition of a payment intent at a time, across every worker process: a
+ * Redis lock per intent, held from the read of the intent to its conditional update.
+ *
+ * Why a lock when the update is conditional: on MongoDB the filter and the write of
+ * an update are one atomic step, and the condition alone decides a race. FerretDB
+ * 1.x (the local stack's server) reads the matching document, then replaces it by
+ * `_id`; two updates with the same filter sent at once both match, both are
+ * answered `matchedCount: 1`, and the last write wins. A cancel racing an operator's
+ * answer would then both apply (two events, one of them describing a state the
+ * intent never kept). The lock makes racing transitions take turns; the conditional
+ * update stays the guarantee wherever the lock does not hold (it expired while its
+ * holder stalled, Redis lost it).
+ *
+ * The lock expires by itself (`ttlMs`) unless its holder renews it: a live holder
+ * renews it every third of that while it waits (the write gate, a slow database), so
+ * only a worker that died lets it expire, delaying that intent's next transition by
+ * at most `ttlMs`. It is checked once more right before the update, so a holder that
+ * lost it anyway (Redis failed over, the process stalled) never writes under a lock
+ * that another has taken since.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+export interface IntentLockOptions {
+  /** How long the lock lives unless renewed. */
+  ttlMs: number;
+  /** How long to wait for it before giving up (the job is retried then). */
+  waitMs: number;
+}
+
+export const INTENT_LOCK: IntentLockOptions = { ttlMs: 10_000, waitMs: 30_000 };
+
+const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
+
+export function intentLockKey(prefix: string, paymentIntent: string): string {
+  return `${prefix}:intent-lock:${paymentIntent}`;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export class IntentLock {
+  private token = '';
+  private heartbeat: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly key: string,
+    private readonly options: IntentLockOptions = INTENT_LOCK,
+  ) {}
+
+  /** Waits until this holder has the lock; throws after `waitMs` (an infrastructure fault: the job is retried). */
+  async acquire(): Promise<void> {
+    const token = randomBytes(16).toString('hex');
+    const deadline = Date.now() + this.options.waitMs;
+    for (;;) {
+      if ((await this.redis.set(this.key, token, 'PX', this.options.ttlMs, 'NX')) === 'OK') {
+        this.token = token;
+        this.stopHeartbeat();
+        this.heartbeat = setInterval(() => void this.renew().catch(() => false), Math.floor(this.options.ttlMs / 3));
+        this.heartbeat.unref();
+        return;
+      }
+      if (Date.now() > deadline) throw new Error(`${this.key} stayed locked for ${this.options.waitMs} ms`);
+      await sleep(10 + Math.floor(Math.random() * 30));
+    }
+  }
+
+  /** Extends the lock for another `ttlMs`; false when it is no longer this holder's. */
+  async renew(): Promise<boolean> {
+    return (await this.redis.eval(RENEW, 1, this.key, this.token, String(this.options.ttlMs))) === 1;
+  }
+
+  /** Frees the lock if it is still this holder's. Never throws: an unreleased lock expires. */
+  async release(): Promise<void> {
+    this.stopHeartbeat();
+    await this.redis.eval(RELEASE, 1, this.key, this.token).catch(() => undefined);
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+}
