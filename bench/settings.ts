@@ -84,7 +84,7 @@ export const settings = {
   s5TimeoutS: envNumber('BENCH_S5_TIMEOUT_S', 900),
   seedBatch: envNumber('BENCH_SEED_BATCH', 5000),
   /** S6: how many intents are created, then confirmed once each. */
-  s6Intents: envNumber('BENCH_S6_INTENTS', 3000),
+  s6Intents: envNumber('BENCH_S6_INTENTS', 500),
   selected: selectedScenarios(),
 };
 

@@ -21,10 +21,11 @@ async function retryUntilOk(service: Service, key: string, body: unknown, idempo
 
 test('a worker killed in the middle of a batch: every job of the batch ends with exactly one object', async (t) => {
   const batch = 40;
-  // The batch waits 2 s for more documents, so the kill surely lands while it is held.
+  // The batch waits 8 s for more documents, so the kill surely lands while it is held,
+  // even on a loaded machine where the 40 requests take seconds to reach the worker.
   const service = await Service.start({
     workers: 1,
-    env: { WORKER_CONCURRENCY: String(batch), CREATE_BATCH_MAX: '1000', CREATE_BATCH_WAIT_MS: '2000', CREATE_TIMEOUT_MS: '3000' },
+    env: { WORKER_CONCURRENCY: String(batch), CREATE_BATCH_MAX: '1000', CREATE_BATCH_WAIT_MS: '8000', CREATE_TIMEOUT_MS: '3000' },
   });
   t.teardown(() => service.stop());
   const project = uniqueName('batchkill');

@@ -1,0 +1,208 @@
+/**
+ * Exactly once under faults (DESIGN.md section 7: every transition happens exactly
+ * once and survives worker crashes like a create). 200 intents are confirmed at once,
+ * each with its own Idempotency-Key, a fifth of them canceled meanwhile; while the
+ * operators' answers are being applied, each worker is SIGKILLed and replaced. Then:
+ *
+ * - each intent has exactly one final status, and its events say the same: one
+ *   attempt, each type at most once, at most one `succeeded`, never both succeeded
+ *   and canceled, no event listed twice;
+ * - the receiver got every event, signed; redeliveries (the same `webhook-id` again,
+ *   allowed after a crash) are counted, never a second event of the same kind;
+ * - every keyed confirm and cancel, sent again, replays its first answer byte for
+ *   byte with `Idempotent-Replayed: true`.
+ */
+import test from 'ava';
+import { Queue } from 'bullmq';
+import { QUEUES } from '../../../common/jobs.js';
+import { sleep, until, withService, type ApiResponse, type Service } from '../../helpers/service.js';
+import { Receiver } from '../../helpers/receiver.js';
+import { createEndpoint } from '../../helpers/webhook-fixtures.js';
+import {
+  cancel,
+  confirm,
+  deliveredEvents,
+  eventsOf,
+  listAllEvents,
+  listAllIntents,
+  mapLimit,
+  phone,
+  PI,
+  verifiedDeliveries,
+  type Intent,
+} from '../../helpers/payment-intent-lifecycle.js';
+
+const COUNT = 200;
+const T0 = Date.now();
+const dbg = (m: string) => process.stderr.write(`[dbg ${Date.now() - T0}] ${m}\n`);
+
+/**
+ * A client as the README asks: the same request with the same key on a network
+ * error, a 409 or a 503, after `Retry-After` and with jittered exponential backoff,
+ * until another answer.
+ */
+async function untilAnswered(send: () => Promise<ApiResponse>): Promise<{ first: ApiResponse; tries: number }> {
+  for (let tries = 1; ; tries++) {
+    const res = await send().catch(() => null);
+    if (res && res.status !== 409 && res.status !== 503) return { first: res, tries };
+    const retryAfterMs = Number(res?.headers.get('retry-after') ?? 0) * 1000;
+    const backoffMs = Math.min(8000, 500 * 2 ** (tries - 1));
+    await sleep(Math.max(retryAfterMs, backoffMs / 2 + Math.random() * (backoffMs / 2)));
+  }
+}
+
+async function createAll(service: Service, key: string): Promise<Intent[]> {
+  return mapLimit(Array.from({ length: COUNT }, (_, i) => i), 20, async (i) => {
+    const { first } = await untilAnswered(() => service.request('POST', PI, { key, body: { amount: 1000 + i, currency: 'xof' } }));
+    if (first.status !== 200) throw new Error(`create ${i}: ${first.text}`);
+    return first.body as Intent;
+  });
+}
+
+/**
+ * Most intents pay by Orange Money with the code in the confirm (confirm, then the
+ * operator settles: two transitions, the cheapest way to a final status on this
+ * stack, where every update scans its collection). Every tenth pays by phone
+ * approval (confirm, the payer's answer, settling), and is canceled meanwhile, the
+ * cancel racing the payer's answer.
+ */
+function viaPhone(i: number): boolean {
+  return i % 10 === 0;
+}
+
+function confirmBody(i: number): Record<string, unknown> {
+  return viaPhone(i)
+    ? { operator: 'mtn_momo', phone_number: phone('225', '000', i) }
+    : { operator: 'orange_money', phone_number: phone('225', '000', i), otp: '123456' };
+}
+
+test('200 keyed confirms, cancels among them, workers SIGKILLed while answers apply: one final status each, every event once, replays byte for byte', async (t) => {
+  t.timeout(170_000);
+  const [{ service, key, project }, receiver] = await Promise.all([
+    withService(t, {
+      project: 'exactly-once',
+      workers: 2,
+      env: { SIMULATOR_APPROVAL_DELAY_MS: '1500', SIMULATOR_PROCESSING_DELAY_MS: '1000', WORKER_CONCURRENCY: '32' },
+    }),
+    Receiver.start(),
+  ]);
+  t.teardown(() => receiver.close());
+  t.teardown(async () => (await import('node:fs')).writeFileSync('/tmp/once.log', service.logs().join('\n')));
+  const hook = `/${project}`;
+  // The receiver takes the outcomes: the events a consumer acts on, where a duplicate would do harm.
+  const endpoint = await createEndpoint(service, key, receiver.url(hook), ['payment_intent.succeeded', 'payment_intent.canceled']);
+  const intentsQueue = new Queue(QUEUES.intents, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  t.teardown(() => intentsQueue.close());
+
+  dbg('started');
+  const intents = await createAll(service, key);
+  dbg('created');
+  const bodies = intents.map((_, i) => confirmBody(i));
+  const canceledOnes = new Set(intents.filter((_, i) => viaPhone(i)).map((pi) => pi.id));
+
+  // Every confirm at once; the cancels follow their confirm, racing the payer's answer.
+  const started = Date.now();
+  const answers = Promise.all(
+    intents.map(async (pi, i) => {
+      const confirmed = await untilAnswered(() => confirm(service, key, pi.id, bodies[i]!, { 'Idempotency-Key': `confirm-${i}` }));
+      let canceled: { first: ApiResponse; tries: number } | null = null;
+      if (canceledOnes.has(pi.id)) {
+        await sleep(Math.floor(Math.random() * 3000));
+        canceled = await untilAnswered(() => cancel(service, key, pi.id, { cancellation_reason: 'abandoned' }, { 'Idempotency-Key': `cancel-${i}` }));
+      }
+      if (i % 20 === 0) dbg(`confirm ${i} done tries ${confirmed.tries}`);
+      return { pi, confirmed, canceled };
+    }),
+  );
+
+  // Kill each worker while operator answers are being applied, and replace it.
+  for (let k = 0; k < 2; k++) {
+    await until(
+      'operator answers being applied',
+      async () => ((await intentsQueue.getActiveCount()) > 0 ? true : undefined),
+      60_000,
+    );
+    dbg(`kill ${k}`);
+    const victim = service.workers[k]!;
+    victim.kill('SIGKILL');
+    await victim.exited;
+    await service.startWorker();
+    await sleep(1500);
+  }
+  const results = await answers;
+  dbg('answered');
+  t.log(`confirms and cancels answered in ${Date.now() - started} ms; retries: ${results.reduce((n, r) => n + r.confirmed.tries - 1 + (r.canceled ? r.canceled.tries - 1 : 0), 0)}`);
+
+  for (const { pi, confirmed, canceled } of results) {
+    t.is(confirmed.first.status, 200, `confirm ${pi.id}: ${confirmed.first.text}`);
+    t.is(confirmed.first.body.status, viaPhone(intents.indexOf(pi)) ? 'requires_action' : 'processing');
+    if (canceled) {
+      t.true([200, 400].includes(canceled.first.status), `cancel ${pi.id}: ${canceled.first.text}`);
+      if (canceled.first.status === 400) t.is(canceled.first.body.error.code, 'payment_intent_unexpected_state');
+    }
+  }
+
+  // Everything settles: a final event reaches the receiver for every intent.
+  const finalTypes = new Set(['payment_intent.succeeded', 'payment_intent.canceled']);
+  await until(
+    'a final event for every intent at the receiver',
+    () => {
+      const done = new Set(deliveredEvents(receiver, hook).filter((d) => finalTypes.has(d.type)).map((d) => d.object));
+      if (Math.random() < 0.05) dbg(`final ${done.size}`);
+      return intents.every((pi) => done.has(pi.id)) ? true : undefined;
+    },
+    90_000,
+  );
+  dbg('settled');
+  await sleep(3000); // a duplicate transition or delivery would show by now
+
+  const [listing, stored] = await Promise.all([listAllEvents(service, key), listAllIntents(service, key)]);
+  t.is(new Set(listing.map((e) => e.id)).size, listing.length, 'no event listed twice');
+  let canceledCount = 0;
+  for (const { pi, canceled } of results) {
+    const final = stored.get(pi.id)!;
+    const types = eventsOf(listing, pi.id).map((e) => e.type);
+    t.is(new Set(types).size, types.length, `${pi.id}: each kind of event at most once: ${types.join(', ')}`);
+    if (final.status === 'canceled') {
+      canceledCount++;
+      t.deepEqual(types, ['payment_intent.created', 'payment_intent.requires_action', 'payment_intent.canceled'], pi.id);
+      t.is(canceled?.first.status, 200, `${pi.id}: canceled, so its cancel was the one answered 200`);
+    } else {
+      t.is(final.status, 'succeeded', pi.id);
+      t.deepEqual(types, ['payment_intent.created', ...(viaPhone(intents.indexOf(pi)) ? ['payment_intent.requires_action'] : []), 'payment_intent.processing', 'payment_intent.succeeded'], pi.id);
+      if (canceled) t.is(canceled.first.status, 400, `${pi.id}: succeeded, so its cancel lost`);
+    }
+  }
+  t.log(`${canceledCount} canceled, ${COUNT - canceledCount} succeeded`);
+
+  // The receiver: every event, signed; a crash may resend one (same webhook-id), never a second event of a kind.
+  const deliveries = verifiedDeliveries(receiver, hook, endpoint.secret);
+  const ids = new Set(deliveries.map((d) => d.webhookId));
+  const subscribed = listing.filter((e) => ['payment_intent.succeeded', 'payment_intent.canceled'].includes(e.type));
+  t.deepEqual([...ids].sort(), subscribed.map((e) => e.id).sort(), 'every listed event of the subscribed types delivered, nothing else');
+  const kinds = new Map<string, string>();
+  for (const d of deliveries) {
+    const kind = `${d.event.data.object.id} ${d.event.type}`;
+    const seen = kinds.get(kind);
+    if (seen !== undefined) t.is(seen, d.webhookId, `${kind}: one event only`);
+    kinds.set(kind, d.webhookId);
+  }
+  t.log(`${deliveries.length} deliveries of ${ids.size} events (${deliveries.length - ids.size} redelivered after a crash)`);
+
+  // Replays: the first answer, byte for byte.
+  await mapLimit(results, 10, async ({ pi, confirmed, canceled }) => {
+    const i = intents.indexOf(pi);
+    const again = await confirm(service, key, pi.id, bodies[i]!, { 'Idempotency-Key': `confirm-${i}` });
+    t.is(again.status, confirmed.first.status);
+    t.is(again.text, confirmed.first.text, `confirm-${i} replayed byte for byte`);
+    t.is(again.headers.get('idempotent-replayed'), 'true');
+    if (canceled) {
+      const cancelAgain = await cancel(service, key, pi.id, { cancellation_reason: 'abandoned' }, { 'Idempotency-Key': `cancel-${i}` });
+      t.is(cancelAgain.text, canceled.first.text, `cancel-${i} replayed byte for byte`);
+      t.is(cancelAgain.headers.get('idempotent-replayed'), 'true');
+    }
+  });
+
+  t.log(`jobs recovered as stalled after the kills: ${service.logs().filter((l) => l.includes('job stalled')).length}`);
+  t.is(await intentsQueue.getFailedCount(), 0, 'no operator answer failed for good');
+});

@@ -1,0 +1,67 @@
+/**
+ * Live mode has no simulator and, in this build, no operator connector: a confirm
+ * with a live key is refused with 400 `operator_not_configured` (no fake live
+ * payment), whatever the operator and whatever the phone number, and nothing
+ * changes: the intent stays `new` with no attempt, and no event is recorded. What
+ * needs no operator (update, cancel) works as in test mode.
+ */
+import test from 'ava';
+import { Service, uniqueName } from '../../helpers/service.js';
+import { cancel, confirm, createIntent, eventsOf, listAllEvents, phone, retrieve, update } from '../../helpers/payment-intent-lifecycle.js';
+
+let service: Service;
+
+test.before(async () => {
+  service = await Service.start({ workers: 1, env: { SIMULATOR_APPROVAL_DELAY_MS: '50', SIMULATOR_PROCESSING_DELAY_MS: '50' } });
+});
+
+test.after.always(async () => {
+  await service?.stop();
+});
+
+test('a live confirm without a connector: 400 operator_not_configured for every operator, and nothing changes', async (t) => {
+  const project = uniqueName('live');
+  const [liveKey, testKey] = await Promise.all([service.issueKey(project, true), service.issueKey(project, false)]);
+  const pi = await createIntent(service, liveKey, { amount: 10_000 });
+  t.true(pi.livemode);
+  const before = await retrieve(service, liveKey, pi.id);
+
+  const attempts: Array<Record<string, unknown>> = [
+    { operator: 'mtn_momo', phone_number: phone('225', '000') },
+    { operator: 'mpesa', phone_number: phone('254', '005') },
+    { operator: 'wave', phone_number: phone('221', '000'), return_url: 'https://shop.example/back' },
+    { operator: 'orange_money', phone_number: phone('225', '000') },
+    { operator: 'orange_money', phone_number: phone('225', '000'), otp: '123456' },
+    { phone_number: phone('256', '000') },
+  ];
+  for (const body of attempts) {
+    const res = await confirm(service, liveKey, pi.id, body, { 'Idempotency-Key': `live-${JSON.stringify(body)}` });
+    t.is(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+    t.like(res.body.error, { type: 'invalid_request_error', code: 'operator_not_configured', param: 'operator' });
+    t.regex(res.body.error.message, new RegExp((body.operator as string | undefined) ?? 'mtn_momo'));
+    t.is(res.body.error.payment_intent, undefined);
+  }
+  t.deepEqual(await retrieve(service, liveKey, pi.id), before, 'still new, no attempt, no error');
+  const liveEvents = await listAllEvents(service, liveKey);
+  t.deepEqual(eventsOf(liveEvents, pi.id).map((e) => e.type), ['payment_intent.created'], 'no new event');
+  t.true(liveEvents.every((e) => e.livemode));
+
+  // The live intent does not exist for the test key of the same project.
+  const fromTest = await confirm(service, testKey, pi.id, { operator: 'mtn_momo', phone_number: phone('225', '000') });
+  t.is(fromTest.status, 404, fromTest.text);
+  t.deepEqual(await listAllEvents(service, testKey), []);
+});
+
+test('a live intent can still be updated and canceled; its events stay live', async (t) => {
+  const liveKey = await service.issueKey(uniqueName('live-cancel'), true);
+  const pi = await createIntent(service, liveKey);
+  const updated = await update(service, liveKey, pi.id, { description: 'live order', amount: 4321 });
+  t.is(updated.status, 200, updated.text);
+  t.like(updated.body, { description: 'live order', amount: 4321, livemode: true });
+  const canceled = await cancel(service, liveKey, pi.id, { cancellation_reason: 'requested_by_customer' });
+  t.is(canceled.status, 200, canceled.text);
+  t.like(canceled.body, { status: 'canceled', livemode: true, cancellation_reason: 'requested_by_customer' });
+  const events = eventsOf(await listAllEvents(service, liveKey), pi.id);
+  t.deepEqual(events.map((e) => e.type), ['payment_intent.created', 'payment_intent.canceled']);
+  t.true(events.every((e) => e.livemode && e.data.object.livemode));
+});
