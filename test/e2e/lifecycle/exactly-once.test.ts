@@ -33,8 +33,6 @@ import {
 } from '../../helpers/payment-intent-lifecycle.js';
 
 const COUNT = 200;
-const T0 = Date.now();
-const dbg = (m: string) => process.stderr.write(`[dbg ${Date.now() - T0}] ${m}\n`);
 
 /**
  * A client as the README asks: the same request with the same key on a network
@@ -77,26 +75,23 @@ function confirmBody(i: number): Record<string, unknown> {
 }
 
 test('200 keyed confirms, cancels among them, workers SIGKILLed while answers apply: one final status each, every event once, replays byte for byte', async (t) => {
-  t.timeout(170_000);
+  t.timeout(360_000);
   const [{ service, key, project }, receiver] = await Promise.all([
     withService(t, {
       project: 'exactly-once',
       workers: 2,
-      env: { SIMULATOR_APPROVAL_DELAY_MS: '1500', SIMULATOR_PROCESSING_DELAY_MS: '1000', WORKER_CONCURRENCY: '32' },
+      env: { SIMULATOR_APPROVAL_DELAY_MS: '1500', SIMULATOR_PROCESSING_DELAY_MS: '1000', WORKER_CONCURRENCY: '32', CREATE_TIMEOUT_MS: '60000', CREATE_ADMISSION_WAIT_MS: '0' },
     }),
     Receiver.start(),
   ]);
   t.teardown(() => receiver.close());
-  t.teardown(async () => (await import('node:fs')).writeFileSync('/tmp/once.log', service.logs().join('\n')));
   const hook = `/${project}`;
   // The receiver takes the outcomes: the events a consumer acts on, where a duplicate would do harm.
   const endpoint = await createEndpoint(service, key, receiver.url(hook), ['payment_intent.succeeded', 'payment_intent.canceled']);
   const intentsQueue = new Queue(QUEUES.intents, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => intentsQueue.close());
 
-  dbg('started');
   const intents = await createAll(service, key);
-  dbg('created');
   const bodies = intents.map((_, i) => confirmBody(i));
   const canceledOnes = new Set(intents.filter((_, i) => viaPhone(i)).map((pi) => pi.id));
 
@@ -110,7 +105,6 @@ test('200 keyed confirms, cancels among them, workers SIGKILLed while answers ap
         await sleep(Math.floor(Math.random() * 3000));
         canceled = await untilAnswered(() => cancel(service, key, pi.id, { cancellation_reason: 'abandoned' }, { 'Idempotency-Key': `cancel-${i}` }));
       }
-      if (i % 20 === 0) dbg(`confirm ${i} done tries ${confirmed.tries}`);
       return { pi, confirmed, canceled };
     }),
   );
@@ -122,7 +116,6 @@ test('200 keyed confirms, cancels among them, workers SIGKILLed while answers ap
       async () => ((await intentsQueue.getActiveCount()) > 0 ? true : undefined),
       60_000,
     );
-    dbg(`kill ${k}`);
     const victim = service.workers[k]!;
     victim.kill('SIGKILL');
     await victim.exited;
@@ -130,7 +123,6 @@ test('200 keyed confirms, cancels among them, workers SIGKILLed while answers ap
     await sleep(1500);
   }
   const results = await answers;
-  dbg('answered');
   t.log(`confirms and cancels answered in ${Date.now() - started} ms; retries: ${results.reduce((n, r) => n + r.confirmed.tries - 1 + (r.canceled ? r.canceled.tries - 1 : 0), 0)}`);
 
   for (const { pi, confirmed, canceled } of results) {
@@ -148,12 +140,10 @@ test('200 keyed confirms, cancels among them, workers SIGKILLed while answers ap
     'a final event for every intent at the receiver',
     () => {
       const done = new Set(deliveredEvents(receiver, hook).filter((d) => finalTypes.has(d.type)).map((d) => d.object));
-      if (Math.random() < 0.05) dbg(`final ${done.size}`);
       return intents.every((pi) => done.has(pi.id)) ? true : undefined;
     },
     90_000,
   );
-  dbg('settled');
   await sleep(3000); // a duplicate transition or delivery would show by now
 
   const [listing, stored] = await Promise.all([listAllEvents(service, key), listAllIntents(service, key)]);

@@ -50,7 +50,7 @@ test.before(async () => {
   [service, receiver] = await Promise.all([
     Service.start({
       workers: 1,
-      env: { SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
+      env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
     }),
     Receiver.start(),
   ]);
@@ -188,7 +188,7 @@ test('SLOW (the same wait, concurrently): past expires_at, before the expiry job
   t.timeout(180_000);
   const { service: own, key } = await withService(t, {
     project: 'expiry-paused',
-    env: { SIMULATOR_APPROVAL_DELAY_MS: '1000', SIMULATOR_PROCESSING_DELAY_MS: '100' },
+    env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '1000', SIMULATOR_PROCESSING_DELAY_MS: '100' },
   });
   const intents = new Queue(QUEUES.intents, { connection: { url: own.env.REDIS_URL }, prefix: own.prefix });
   t.teardown(() => intents.close());

@@ -12,7 +12,7 @@ import { cancel, confirm, createIntent, eventsOf, listAllEvents, phone, retrieve
 let service: Service;
 
 test.before(async () => {
-  service = await Service.start({ workers: 1, env: { SIMULATOR_APPROVAL_DELAY_MS: '50', SIMULATOR_PROCESSING_DELAY_MS: '50' } });
+  service = await Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '50', SIMULATOR_PROCESSING_DELAY_MS: '50' } });
 });
 
 test.after.always(async () => {

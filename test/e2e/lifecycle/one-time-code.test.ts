@@ -24,7 +24,7 @@ let receiver: Receiver;
 
 test.before(async () => {
   [service, receiver] = await Promise.all([
-    Service.start({ workers: 1, env: { SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '150' } }),
+    Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '150' } }),
     Receiver.start(),
   ]);
 });

@@ -35,7 +35,7 @@ let receiver: Receiver;
 
 test.before(async () => {
   [service, receiver] = await Promise.all([
-    Service.start({ workers: 2, env: { SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: '100' } }),
+    Service.start({ workers: 2, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: '100' } }),
     Receiver.start(),
   ]);
 });

@@ -23,7 +23,7 @@ import {
 let service: Service;
 
 test.before(async () => {
-  service = await Service.start({ workers: 1, env: { SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '600000' } });
+  service = await Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '600000' } });
 });
 
 test.after.always(async () => {

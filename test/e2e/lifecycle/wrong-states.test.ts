@@ -26,7 +26,7 @@ let service: Service;
 test.before(async () => {
   service = await Service.start({
     workers: 1,
-    env: { SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
+    env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
   });
 });
 
