@@ -71,7 +71,7 @@ export class Receiver {
   }
 
   /** Waits until `path` has received at least `count` requests. */
-  async waitFor(path: string, count = 1, timeoutMs = 30_000): Promise<Received[]> {
+  async waitFor(path: string, count = 1, timeoutMs = 60_000): Promise<Received[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.received(path).length < count) {
       if (Date.now() > deadline) throw new Error(`${path} received ${this.received(path).length} of ${count} requests`);
