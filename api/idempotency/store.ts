@@ -59,6 +59,7 @@ export interface IdempotencyDeps {
 /** One per app, so that its replay memory is shared by every request. */
 export class IdempotencyStore {
   private readonly epochKey: string;
+  private epochStart: Promise<string> | null = null;
   readonly replays: ReplayCache;
 
   constructor(private readonly deps: IdempotencyDeps) {
@@ -86,13 +87,30 @@ export class IdempotencyStore {
       return found;
     }
     if (entry?.s === 'lock') throw errors.idempotencyInFlight();
-    if (epoch != null && Number(epoch) <= this.deps.now()) return { kind: 'new' };
-    const found = await this.lookupDurable(req);
-    if (epoch == null) await this.startEpoch();
-    return found;
+    const until = epoch ?? (await this.epochOnce());
+    if (Number(until) <= this.deps.now()) return { kind: 'new' };
+    return this.lookupDurable(req);
   }
 
-  /** After Redis lost its data (or on first use): from when on is a miss the truth? */
+  /**
+   * The epoch, started if Redis has none: one start at a time in this process, the
+   * other requests wait for it. (Each start scans on FerretDB; 64 requests starting it
+   * at once, each with its own scans, once stalled a whole service for minutes.)
+   */
+  private epochOnce(): Promise<string> {
+    this.epochStart ??= this.startEpoch()
+      .then(async () => (await this.deps.redis.get(this.epochKey)) ?? String(Number.MAX_SAFE_INTEGER))
+      .finally(() => {
+        this.epochStart = null;
+      });
+    return this.epochStart;
+  }
+
+  /**
+   * After Redis lost its data (or on first use): from when on is a miss the truth?
+   * The latest expiry of the results MongoDB holds now; set only if no other process
+   * set it first.
+   */
   private async startEpoch(): Promise<void> {
     const c = this.deps.collections;
     const latest = (collection: typeof c.paymentIntents | typeof c.webhookEndpoints) =>
