@@ -1,5 +1,5 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
-import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document } from 'mongodb';
+import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
 import type { ApiKeyDoc, EventDoc, IdempotencyRecordDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
@@ -17,6 +17,48 @@ export interface Mongo {
   client: MongoClient;
   db: Db;
   collections: Collections;
+}
+
+/**
+ * The document with this `_id`, if it belongs to `scope` (project and livemode);
+ * null otherwise. The filter names `_id` alone and the scope is checked here: a real
+ * MongoDB serves either shape from the `_id` index, but FerretDB pushes only an
+ * `_id`-only filter down to SQLite. Any other field in the filter makes it decode
+ * and test every document in the collection: at 2,000 payment intents, 6 ms against
+ * 55 ms (measured with the driver against FerretDB 1.24 here).
+ */
+export async function findByIdInScope<T extends { _id: string; project: string; livemode: boolean }>(
+  collection: Collection<T>,
+  id: string,
+  scope: { project: string; livemode: boolean },
+  options: { projection?: Record<string, 0 | 1> } = {},
+): Promise<T | null> {
+  const projection = options.projection && withScopeFields(options.projection);
+  const doc = (await collection.findOne({ _id: id } as Filter<T>, projection ? { projection } : {})) as T | null;
+  return doc && doc.project === scope.project && doc.livemode === scope.livemode ? doc : null;
+}
+
+/** A projection that still returns project and livemode, to check the scope with. */
+function withScopeFields(projection: Record<string, 0 | 1>): Record<string, 0 | 1> {
+  return Object.values(projection).includes(1) ? { ...projection, project: 1, livemode: 1 } : projection;
+}
+
+const ferretdb = new WeakMap<Db, Promise<boolean>>();
+
+/**
+ * Whether the server is FerretDB (its `buildInfo` names a `ferretdbVersion`), asked
+ * once per database handle. Used only where FerretDB's costs call for another shape
+ * of the same operation (worker/lifecycle/transition.ts).
+ */
+export function servedByFerretDB(db: Db): Promise<boolean> {
+  let known = ferretdb.get(db);
+  if (!known) {
+    known = db.admin().command({ buildInfo: 1 }).then((info) => typeof info.ferretdbVersion === 'string');
+    // A failed question (the server away) is asked again next time.
+    known.catch(() => ferretdb.delete(db));
+    ferretdb.set(db, known);
+  }
+  return known;
 }
 
 export function collections(db: Db): Collections {

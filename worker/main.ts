@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
 import { JOBS, openQueue, QUEUES, startTypedWorker, unknownJob } from '../common/jobs.js';
 import { createLogger, logQueueErrors, type Logger } from '../common/logger.js';
-import { connect, ensureIndexes, openMongo, untilDone, type Mongo } from '../common/mongo.js';
+import { connect, ensureIndexes, openMongo, servedByFerretDB, untilDone, type Mongo } from '../common/mongo.js';
 import { createRedis } from '../common/redis.js';
 import { jitteredBackoff } from '../common/retry.js';
 import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
@@ -96,6 +96,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     simulator: config.simulator,
     connectors: liveConnectors(),
     writes: new WriteGate(2),
+    keyOnlyUpdates: () => servedByFerretDB(mongo.db),
     logger,
   };
   const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });

@@ -11,7 +11,7 @@ import { errors } from '../../common/errors.js';
 import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import type { EventDoc, PaymentIntentDoc } from '../../common/documents.js';
 import type { Scope } from '../../common/jobs.js';
-import type { Collections } from '../../common/mongo.js';
+import { findByIdInScope, type Collections } from '../../common/mongo.js';
 import { listEnvelopeJson } from '../../common/presenters.js';
 import type { PageQuery } from './pages.js';
 
@@ -44,7 +44,7 @@ function createdSource(c: Collection<PaymentIntentDoc>, scope: Scope): Source {
     },
     async has(eventId) {
       if (objectIdOfCreatedEvent(eventId) === eventId) return false;
-      const doc = await c.findOne({ _id: objectIdOfCreatedEvent(eventId), project: scope.project, livemode: scope.livemode }, { projection: { _id: 1 } });
+      const doc = await findByIdInScope(c, objectIdOfCreatedEvent(eventId), scope, { projection: { _id: 1 } });
       return doc !== null;
     },
   };
@@ -64,7 +64,7 @@ function transitionSource(c: Collection<EventDoc>, scope: Scope, type: string | 
       return docs.map((d) => ({ key: bodyOf(d._id), id: d._id, json: d.json }));
     },
     async has(eventId) {
-      const doc = await c.findOne({ _id: eventId, project: scope.project, livemode: scope.livemode }, { projection: { _id: 1 } });
+      const doc = await findByIdInScope(c, eventId, scope, { projection: { _id: 1 } });
       return doc !== null;
     },
   };
@@ -94,10 +94,10 @@ export async function eventsPage(collections: Collections, scope: Scope, query: 
 
 /** One event by id, from whichever home holds it, in the caller's scope. */
 export async function findEvent(collections: Collections, scope: Scope, eventId: string): Promise<string | null> {
-  const other = await collections.events.findOne({ _id: eventId, project: scope.project, livemode: scope.livemode }, { projection: { json: 1 } });
+  const other = await findByIdInScope(collections.events, eventId, scope, { projection: { json: 1 } });
   if (other) return other.json;
   const objectId = objectIdOfCreatedEvent(eventId);
   if (objectId === eventId) return null;
-  const pi = await collections.paymentIntents.findOne({ _id: objectId, project: scope.project, livemode: scope.livemode }, { projection: { created_event: 1 } });
+  const pi = await findByIdInScope(collections.paymentIntents, objectId, scope, { projection: { created_event: 1 } });
   return pi?.created_event ?? null;
 }

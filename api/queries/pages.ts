@@ -1,4 +1,5 @@
 import type { Collection, Filter } from 'mongodb';
+import { findByIdInScope } from '../../common/mongo.js';
 import { errors } from '../../common/errors.js';
 import { isId, type IdKind } from '../../common/ids.js';
 import type { Scope } from '../../common/jobs.js';
@@ -42,10 +43,7 @@ export async function listPage<T extends Scoped>(
   // one query instead of two (on FerretDB each query scans the collection).
   const inline = cursorId !== null && !options.filter;
   if (cursorId !== null && !inline) {
-    const exists = await collection.findOne(
-      { _id: cursorId, project: scope.project, livemode: scope.livemode } as Filter<T>,
-      { projection: { _id: 1 } },
-    );
+    const exists = await findByIdInScope(collection, cursorId, scope, { projection: { _id: 1 } });
     if (!exists) throw errors.cursorMissing(cursorParam(query), options.cursorIdOf?.(cursorId) ?? cursorId);
   }
   const filter = { ...base } as Record<string, unknown>;
@@ -82,10 +80,7 @@ export async function findInScope<T extends Scoped>(
   options: { kind: IdKind; projection?: Record<string, 0 | 1>; storedId?: (id: string) => string },
 ): Promise<T> {
   const doc = isId(options.kind, id)
-    ? ((await collection.findOne(
-        { _id: options.storedId?.(id) ?? id, project: scope.project, livemode: scope.livemode } as Filter<T>,
-        options.projection ? { projection: options.projection } : {},
-      )) as T | null)
+    ? await findByIdInScope(collection, options.storedId?.(id) ?? id, scope, { projection: options.projection })
     : null;
   if (!doc) throw errors.resourceMissing(options.kind, id, 'id');
   return doc;

@@ -21,7 +21,7 @@ import { errorBody } from '../../common/errors.js';
 import { idTime, type IdGenerator } from '../../common/ids.js';
 import type { Scope, TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
-import { isDuplicateKey } from '../../common/mongo.js';
+import { findByIdInScope, isDuplicateKey } from '../../common/mongo.js';
 import { buildEventJson, presentPaymentIntent } from '../../common/presenters.js';
 import type { InsertBatcher } from '../group-commit.js';
 import { dispatchEventOnce } from '../webhooks/outbox.js';
@@ -46,6 +46,14 @@ export interface TransitionDeps {
   now: () => number;
   /** Every transition's update passes through it (write-gate.ts). */
   writes: WriteGate;
+  /**
+   * True on FerretDB: the update names the intent's `_id` alone. FerretDB does not
+   * apply a conditional update atomically anyway (the intent's lock is what keeps
+   * transitions apart there), and a filter with any field besides `_id` makes it
+   * scan and decode every intent, where `_id` alone goes down to SQLite: at 2,000
+   * intents about 30 ms against 80 ms per update. A real MongoDB gets the condition.
+   */
+  keyOnlyUpdates: () => Promise<boolean>;
 }
 
 export interface Mutation extends Scope {
@@ -103,7 +111,7 @@ async function decideAndApply(
 ): Promise<TransitionResult> {
   const c = deps.collections.paymentIntents;
   for (let race = 0; race < MAX_RACES; race++) {
-    const doc = await c.findOne({ _id: mutation.target, project: mutation.project, livemode: mutation.livemode }, { projection: WITHOUT_HISTORY });
+    const doc = await findByIdInScope(c, mutation.target, mutation, { projection: WITHOUT_HISTORY });
     if (!doc) return { kind: 'missing' };
     const done = doc.history?.find((h) => h.m === mutation.id && (h.x === undefined || h.x > deps.now()));
     if (done) return { kind: 'applied', record: done, doc, again: true };
@@ -136,11 +144,12 @@ async function decideAndApply(
     } as unknown as Filter<PaymentIntentDoc>;
     // `attempt` of a document no transition has touched yet is absent, not 0.
     if (doc.attempt === undefined) (filter as Record<string, unknown>).attempt = { $exists: false };
+    const where = (await deps.keyOnlyUpdates()) ? ({ _id: doc._id } as Filter<PaymentIntentDoc>) : filter;
     // A locked database is contention: waited out here, not a failed job.
     const updated = await deps.writes.run(async () => {
       // The wait for the gate may have outlived the lock: never write under another's.
       if (!(await lock.renew())) return null;
-      return retryInfrastructure(() => c.updateOne(filter, { $set: { ...decision.set, rev: rev + 1 }, $push: { history: record } }), UPDATE_RETRY);
+      return retryInfrastructure(() => c.updateOne(where, { $set: { ...decision.set, rev: rev + 1 }, $push: { history: record } }), UPDATE_RETRY);
     });
     if (updated === null) {
       await lock.acquire();

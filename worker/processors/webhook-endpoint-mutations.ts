@@ -17,6 +17,7 @@
  * - The test event is sent at once, by this job, to this endpoint only, and is
  *   never stored as an event: it is not listed, and `*` does not match it.
  */
+import { findByIdInScope } from '../../common/mongo.js';
 import { randomBytes } from 'node:crypto';
 import type { Job } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
@@ -55,7 +56,7 @@ type Data = WebhookEndpointMutationData | UpdateWebhookEndpointData | RotateWebh
 const present = (doc: WebhookEndpointDoc, withSecret = false) => JSON.stringify(presentWebhookEndpoint(doc, { withSecret }));
 
 async function load(deps: EndpointMutationDeps, data: Data): Promise<WebhookEndpointDoc | null> {
-  return deps.collections.webhookEndpoints.findOne({ _id: data.target, project: data.project, livemode: data.livemode });
+  return findByIdInScope(deps.collections.webhookEndpoints, data.target, data);
 }
 
 function run(deps: EndpointMutationDeps, job: Job<Data>, apply: (doc: WebhookEndpointDoc) => Promise<Answer>, onMissing?: () => Answer): Promise<CreateJobResult> {
