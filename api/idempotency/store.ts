@@ -201,12 +201,19 @@ export class IdempotencyStore {
   }
 
   /**
-   * The durable record: after a Redis restart or flush, or once a lock expired.
+   * The durable record: after a Redis restart or flush, or once a lock expired. A
+   * mutation's answer, or a create's frozen before its object changed, is a record,
+   * found by `_id` (cheap even on FerretDB). A create's answer that is still its
+   * object is not looked for here: finding the object by its key would scan every
+   * object on FerretDB, once per keyed request for as long as the epoch lasts (48 h
+   * after Redis lost its data). The create's job finds it instead, when its insert
+   * meets the key's unique index: that costs a scan only for a key that is really
+   * used again, and answers the same bytes, flagged as a replay.
    */
   async lookupDurable(req: KeyedRequest): Promise<Lookup> {
     const c = this.deps.collections;
-    // A record first: a mutation's answer, or a create's frozen before its object changed.
-    const record = await c.idempotencyRecords.findOne({ _id: req.info.scopeHash, expires_at: { $gt: this.deps.now() } });
+    const found = await c.idempotencyRecords.findOne({ _id: req.info.scopeHash });
+    const record = found && found.expires_at > this.deps.now() ? found : null;
     if (record) {
       const ttl = record.expires_at - this.deps.now();
       await this.deps.redis
@@ -214,23 +221,7 @@ export class IdempotencyStore {
         .catch(() => undefined);
       return this.compare(req, record.fp, { status: record.status, body: record.body });
     }
-    const filter = { idem: req.info.scopeHash, idem_expires_at: { $gt: this.deps.now() } };
-    const pi = await c.paymentIntents.findOne(filter, { projection: { history: 0 } });
-    if (pi) return this.compareDurable(req, pi, JSON.stringify(presentPaymentIntent(pi, { withSecret: true })));
-    const endpoint = await c.webhookEndpoints.findOne(filter);
-    if (endpoint) return this.compareDurable(req, endpoint, JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true })));
     return { kind: 'new' };
-  }
-
-  /** The stored object presented again is the recorded answer: the same bytes. */
-  private async compareDurable(req: KeyedRequest, doc: { _id: string; idem_fp?: string; idem_expires_at?: number }, body: string): Promise<Lookup> {
-    const fingerprint = doc.idem_fp;
-    const expiresAt = doc.idem_expires_at ?? 0;
-    const ttl = expiresAt - this.deps.now();
-    if (fingerprint && ttl > 0) {
-      await this.deps.redis.set(req.redisKey, encodeDone(fingerprint, doc._id, 200, expiresAt), 'PX', ttl).catch(() => undefined);
-    }
-    return this.compare(req, fingerprint ?? '', { status: 200, body });
   }
 
   private compare(req: KeyedRequest, recordedFingerprint: string, replay: Replay): Lookup {

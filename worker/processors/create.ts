@@ -24,7 +24,7 @@
 import type { Collection, Filter, UpdateFilter } from 'mongodb';
 import type { Redis } from 'ioredis';
 import { errorBody, type ErrorDetail } from '../../common/errors.js';
-import { encodeDone, redisKey } from '../../common/idempotency.js';
+import { encodeDone, recordPointer, redisKey } from '../../common/idempotency.js';
 import { resultsChannel, type CreateJobResult, type CreateResultMessage, type IdempotencyJobInfo, type Scope } from '../../common/jobs.js';
 import type { IdempotencyFields } from '../../common/documents.js';
 import type { Collections } from '../../common/mongo.js';
@@ -86,14 +86,16 @@ export async function runCreate<D extends Stored>(
   }
   // Before the answer: once a client has it, the event's dispatch moment is past.
   await spec.after?.(found.doc);
-  const body = spec.present(found.doc);
+  // An object changed since its create has its create answer frozen as a record (mutation.ts).
+  const body = found.frozen ?? spec.present(found.doc);
   // Sent as separate commands: auto-pipelining puts those of every job of a batch
   // into one round trip, and a failed command fails its job.
   const answer: Array<Promise<unknown>> = [];
   if (idem) {
     const expiresAt = found.doc.idem_expires_at ?? idem.expiresAt;
     const ttl = expiresAt - deps.now();
-    if (ttl > 0) answer.push(deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, found.doc._id, 200, expiresAt), 'PX', ttl));
+    const pointer = found.frozen === undefined ? found.doc._id : recordPointer(idem.scopeHash);
+    if (ttl > 0) answer.push(deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, pointer, 200, expiresAt), 'PX', ttl));
   }
   const message: CreateResultMessage = { jobId, fingerprint: idem?.fingerprint ?? null, status: 200, body, ...(found.replayed ? { replayed: true } : {}) };
   answer.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message)));
@@ -105,7 +107,7 @@ async function insertOnce<D extends Stored>(
   deps: CreateDeps,
   data: CreateJobCommon,
   spec: CreateSpec<D>,
-): Promise<{ doc: D; replayed: boolean } | { reused: true }> {
+): Promise<{ doc: D; replayed: boolean; frozen?: string } | { reused: true }> {
   const idem = data.idempotency;
   const fresh = spec.build(data.id);
   if (idem) Object.assign(fresh, { idem: idem.scopeHash, idem_fp: idem.fingerprint, idem_expires_at: idem.expiresAt });
@@ -129,8 +131,11 @@ async function insertOnce<D extends Stored>(
           continue;
         }
         if (holder.idem_fp !== idem.fingerprint) return { reused: true };
-        // Another request's object (not this job's own insert, retried): a replay.
-        return { doc: holder, replayed: holder._id !== data.id };
+        // Another request's object (not this job's own insert, retried): a replay, of
+        // the answer frozen before the object first changed, if it has.
+        const record = await deps.collections.idempotencyRecords.findOne({ _id: idem.scopeHash });
+        const frozen = record && record.mutation === holder._id && record.expires_at > deps.now() ? record.body : undefined;
+        return { doc: holder, replayed: holder._id !== data.id, ...(frozen === undefined ? {} : { frozen }) };
       }
     }
     const same = (await spec.collection.findOne({ _id: data.id } as Filter<D>)) as D | null;

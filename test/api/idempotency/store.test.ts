@@ -47,7 +47,7 @@ test.serial('with no epoch, a Redis miss is checked against MongoDB, and the epo
   await stack.redis.del(entryKey('epoch'), epochKey());
   const again = await create('epoch', { amount: 101 });
   t.is(again.status, 200, again.text);
-  t.true(replayed(again), 'replayed from the durable record');
+  t.true(replayed(again), 'replayed: the job met the key in MongoDB');
   t.is(again.text, first.text);
   t.is(await stack.redis.get(epochKey()), String(record?.idem_expires_at), 'the newest record expires last');
   t.like(decodeEntry(await stack.redis.get(entryKey('epoch'))), { s: 'done', id: first.body.id }, 'and the result is cached again');
@@ -97,6 +97,25 @@ test.serial('once the epoch has passed, a Redis miss is trusted without asking M
   t.true(replayed(again));
   t.is(again.text, first.text);
   t.is(await countWithAmount(102), 1);
+});
+
+test.serial('once the epoch has passed, a create whose object has changed since still replays its first answer, frozen before the change', async (t) => {
+  const first = await create('frozen', { amount: 107 });
+  t.is(first.status, 200, first.text);
+  const changed = await service.request('POST', `${PI}/${first.body.id}`, { key, body: { description: 'changed after the create' } });
+  t.is(changed.status, 200, changed.text);
+
+  await stack.redis.set(epochKey(), '0');
+  await stack.redis.del(entryKey('frozen'));
+  const again = await create('frozen', { amount: 107 });
+  t.is(again.status, 200, again.text);
+  t.true(replayed(again));
+  t.is(again.text, first.text, 'the answer as it was, not the object as it is');
+  const entry = decodeEntry(await stack.redis.get(entryKey('frozen')));
+  t.regex(entry?.s === 'done' ? entry.id : '', /^idr:/, 'Redis points at the frozen record again');
+  const later = await create('frozen', { amount: 107 });
+  t.is(later.text, first.text);
+  t.is(await countWithAmount(107), 1);
 });
 
 test.serial('a replay is kept in memory until its key expires; past IDEMPOTENCY_TTL_MS the key is free and creates anew', async (t) => {
