@@ -104,7 +104,9 @@ export async function runConfirmScenarios(mongo: MongoClient): Promise<GroupResu
       mismatches: 0,
     };
     measured.set('S6', m);
-    progress(`S6: ${m.rps} confirms/s, p50 ${m.p50_ms} ms, p99 ${m.p99_ms} ms, non-2xx/errors ${m.non2xx}`);
+    // What the confirms were answered: a 503 is admission control refusing work it could not finish in time.
+    const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, stat]) => [code, (stat as { count: number }).count]));
+    progress(`S6: ${m.rps} confirms/s, p50 ${m.p50_ms} ms, p99 ${m.p99_ms} ms, non-2xx/errors ${m.non2xx}; answers by status ${JSON.stringify(statuses)}, errors ${result.errors}, timeouts ${result.timeouts}`);
 
     // Every succeeded event, or a minute at most.
     const deadline = Date.now() + 60_000;
@@ -112,6 +114,7 @@ export async function runConfirmScenarios(mongo: MongoClient): Promise<GroupResu
     const latencies = [...arrivals].map(([id, at]) => at - (sentAt.get(id) ?? at)).sort((a, b) => a - b);
     const details = {
       confirms: count,
+      statuses: JSON.stringify(statuses),
       succeeded_events: arrivals.size,
       confirm_to_event_p50_ms: latencies.length ? round(median(latencies) ?? 0) : null,
       confirm_to_event_p99_ms: latencies.length ? round(percentile(latencies, 99) ?? 0) : null,
