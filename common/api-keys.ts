@@ -101,11 +101,17 @@ const MAX_ENTRIES = 10_000;
  * A revocation may arrive while a lookup of the same key is reading MongoDB; that
  * read may predate the revocation. So every eviction bumps a generation, and a
  * lookup caches what it read only if no eviction happened meanwhile.
+ *
+ * Lookups of one key at the same moment share one read, if it began after the
+ * last eviction: after a restart, or once the cache was cleared, a burst of
+ * requests with one key costs one query, not one each (each a scan on FerretDB:
+ * a chaos run counted 1,600 of them in 40 s, at 1.4 s each behind one another).
  */
 export class ApiKeyCache {
   private readonly known = new Map<string, { doc: ApiKeyDoc; until: number }>();
   private readonly unknown = new Map<string, number>();
   private generation = 0;
+  private readonly reading = new Map<string, { generation: number; doc: Promise<ApiKeyDoc | null> }>();
 
   constructor(
     private readonly c: Collections,
@@ -123,10 +129,20 @@ export class ApiKeyCache {
     if (cached && cached.until > now) return cached.doc;
     const unknownUntil = this.unknown.get(hash);
     if (unknownUntil !== undefined && unknownUntil > now) return null;
+    const shared = this.reading.get(hash);
+    if (shared && shared.generation === this.generation) return shared.doc;
     const generation = this.generation;
-    const found = await this.c.apiKeys.findOne({ hash });
-    const doc = found && found.revoked_at === null ? found : null;
-    if (generation === this.generation) this.remember(hash, doc);
+    const doc = this.c.apiKeys.findOne({ hash }).then((found) => {
+      const active = found && found.revoked_at === null ? found : null;
+      if (generation === this.generation) this.remember(hash, active);
+      return active;
+    });
+    const read = { generation, doc };
+    this.reading.set(hash, read);
+    const done = () => {
+      if (this.reading.get(hash) === read) this.reading.delete(hash);
+    };
+    doc.then(done, done);
     return doc;
   }
 

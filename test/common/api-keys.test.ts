@@ -97,3 +97,25 @@ test('a revoked key is remembered as unknown, and an eviction of a known key for
   t.is(state.queries, 2);
   t.is(hashKey(secret), doc.hash);
 });
+
+test('lookups of one key at once share one read, but none made after an eviction joins a read from before it', async (t) => {
+  const clock = 1_000_000;
+  const now = () => clock;
+  const deps = { collections: real, ids: new IdGenerator(Date.now), now };
+  const { doc, secret } = await issueKey(deps, uniqueName('burst'), false);
+  const { state, c } = observed();
+  const cache = new ApiKeyCache(c, 30_000, now, 5_000);
+
+  let release!: () => void;
+  state.hold = new Promise<void>((resolve) => (release = resolve));
+  const burst = Array.from({ length: 32 }, () => cache.lookup(secret));
+  while (state.read === 0) await sleep(5);
+  await revokeKey(deps, null, 'p', doc._id);
+  cache.evict(doc.hash);
+  const afterRevocation = cache.lookup(secret);
+  release();
+  state.hold = null;
+  for (const found of await Promise.all(burst)) t.is(found?._id, doc._id, 'the burst saw the key as it was read');
+  t.is(await afterRevocation, null, 'the lookup after the revocation read again, and was refused');
+  t.is(state.queries, 2, 'one read for the 32 lookups of the burst, one after the eviction');
+});
