@@ -120,25 +120,29 @@ async function insertOnce<D extends Stored>(
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
-    // Either this job ran before (same `_id`), or another object holds the key.
-    // Both look-ups scan on FerretDB; they happen only on retries and collisions.
+    // Either this job ran before (same `_id`), or another object holds the key. The
+    // first look-up is by `_id`, cheap even on FerretDB, and settles the common case, a
+    // retried job (a worker killed, a stalled job); the look-up by key scans every
+    // object on FerretDB, so it comes only after.
+    const same = (await spec.collection.findOne({ _id: data.id } as Filter<D>)) as D | null;
+    if (same && !idem) return { doc: same, replayed: false };
     if (idem) {
-      const holder = (await spec.collection.findOne({ idem: idem.scopeHash } as Filter<D>)) as D | null;
+      const ours = same !== null && same.idem === idem.scopeHash;
+      const holder = ours ? same : ((await spec.collection.findOne({ idem: idem.scopeHash } as Filter<D>)) as D | null);
       if (holder) {
-        if ((holder.idem_expires_at ?? 0) <= deps.now()) {
+        if (!ours && (holder.idem_expires_at ?? 0) <= deps.now()) {
           // Expired, and the sweeper has not freed it yet: free it and try again.
           await spec.collection.updateOne({ _id: holder._id, idem: idem.scopeHash } as Filter<D>, { $unset: { idem: '' } } as unknown as UpdateFilter<D>);
           continue;
         }
         if (holder.idem_fp !== idem.fingerprint) return { reused: true };
-        // Another request's object (not this job's own insert, retried): a replay, of
-        // the answer frozen before the object first changed, if it has.
+        // Another request's object, or this job's own insert, retried: its answer, frozen
+        // before the object first changed if it has (another request's is a replay).
         const record = await deps.collections.idempotencyRecords.findOne({ _id: idem.scopeHash });
         const frozen = record && record.mutation === holder._id && record.expires_at > deps.now() ? record.body : undefined;
         return { doc: holder, replayed: holder._id !== data.id, ...(frozen === undefined ? {} : { frozen }) };
       }
     }
-    const same = (await spec.collection.findOne({ _id: data.id } as Filter<D>)) as D | null;
     if (same) return { doc: same, replayed: false };
   }
   throw new Error(`could not insert ${data.id}: duplicate key, yet no document holds it`);
