@@ -46,11 +46,14 @@ function unmatched(routers: Array<Router<State>>): Middleware<State> {
   };
 }
 
-/** Builds the api. It never listens: main.ts (or a test) does. */
-export function createApp(deps: AppDeps): Koa<State> {
+/**
+ * Builds the api. It never listens: main.ts (or a test) does. `idempotency`: the
+ * store, when the caller wants a hand on it (a test); otherwise one is built here.
+ */
+export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore } = {}): Koa<State> {
   const app = new Koa<State>();
   const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseBody() });
-  const idempotency = new IdempotencyStore({ config: deps.config, redis: deps.redis, collections: deps.mongo.collections, now: deps.now });
+  const idempotency = parts.idempotency ?? new IdempotencyStore({ config: deps.config, redis: deps.redis, collections: deps.mongo.collections, now: deps.now });
   const create = createHandler(deps, idempotency);
   // One router for the public API, first: most requests are its, and each router
   // costs a match per request.

@@ -55,12 +55,13 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
 
     rejectQuery(ctx.querystring);
     const input = spec.validate(body, encoding);
-    await spec.precheck?.();
 
     // Before the process has its results subscription, a result could be missed.
     if (deps.started && !deps.started()) throw errors.serviceUnavailable();
+    // Before any read of MongoDB: a request refused for load must add none.
     const refusal = deps.admission?.refusal() ?? null;
     if (refusal !== null) throw errors.serviceUnavailable(refusal);
+    await spec.precheck?.();
 
     let token: string | null = null;
     if (keyed) {
@@ -103,6 +104,9 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
       // The key's job may be another request's (this one retried after a timeout with another body).
       if (keyed && !idempotency.answers(keyed, result.fingerprint)) throw errors.idempotencyKeyReused();
       if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
+      // This request's own answer, just recorded: kept, so that its replays to this
+      // process read nothing from MongoDB (a client that lost the answer retries at once).
+      if (keyed && result.status === 200 && !result.replayed) idempotency.keepAnswer(keyed, { status: result.status, body: result.body });
       sendJson(ctx, result.body, result.status);
       return;
     }

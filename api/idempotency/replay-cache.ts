@@ -32,6 +32,12 @@ export class ReplayCache {
     private readonly maxBytes: number,
   ) {}
 
+  /** Forgets every replay (tests: to make the next request ask Redis and MongoDB). */
+  clear(): void {
+    this.replays.clear();
+    this.total = 0;
+  }
+
   /** Keeps a result a request has just been matched to (same fingerprint). */
   keep(memoryKey: string, canonical: string, replay: Replay, expiresAt: number): void {
     if (expiresAt <= this.now()) return;

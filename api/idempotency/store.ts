@@ -178,6 +178,11 @@ export class IdempotencyStore {
     return null;
   }
 
+  /** Keeps an answer this process has just received from its key's job, until the key expires. */
+  keepAnswer(req: KeyedRequest, replay: Replay): void {
+    this.replays.keep(req.memoryKey, req.canonical, replay, req.info.expiresAt);
+  }
+
   /** Whether a result from the job of this key answers this request. */
   answers(req: KeyedRequest, fingerprint: string | null): boolean {
     return fingerprint === req.info.fingerprint;

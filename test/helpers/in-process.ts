@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { createApp } from '../../api/app.js';
 import { ResultWaiter } from '../../api/result-waiter.js';
+import { IdempotencyStore } from '../../api/idempotency/store.js';
 import { ApiKeyCache, issueKey } from '../../common/api-keys.js';
 import { loadConfig, type Config } from '../../common/config.js';
 import { IdGenerator } from '../../common/ids.js';
@@ -91,6 +92,8 @@ export interface InProcessService {
   request(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<any>>;
   /** Issues an API key for `project` directly in MongoDB, as the admin API would. */
   issueKey(project: string, livemode?: boolean): Promise<string>;
+  /** Forgets the api's replays in memory: the next request with a key asks Redis (and MongoDB). */
+  forgetReplays(): void;
   stop(): Promise<void>;
 }
 
@@ -104,6 +107,7 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
   const queues = openQueues({ connection: queueConnection, prefix: config.queuePrefix });
   const results = new ResultWaiter(subscriber, config.queuePrefix);
   await results.start();
+  const idempotency = new IdempotencyStore({ config, redis: stack.redis, collections: mongo.collections, now: clock.now });
   const app = createApp({
     config,
     redis: stack.redis,
@@ -114,7 +118,7 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
     logger,
     ids,
     now: clock.now,
-  });
+  }, { idempotency });
   const server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -128,6 +132,7 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
 
   return {
     baseUrl,
+    forgetReplays: () => idempotency.replays.clear(),
     async request(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };
       if (options.key) headers.Authorization = `Bearer ${options.key}`;

@@ -43,7 +43,9 @@ test.serial('with no epoch, a Redis miss is checked against MongoDB, and the epo
   t.is(first.status, 200, first.text);
   const record = await stored(first.body.id);
 
-  // Redis loses its data: the cached result and the epoch.
+  // Redis loses its data: the cached result and the epoch. (The api's memory is a
+  // cache of its own, tested below: forgotten here, so that Redis and MongoDB answer.)
+  service.forgetReplays();
   await stack.redis.del(entryKey('epoch'), epochKey());
   const again = await create('epoch', { amount: 101 });
   t.is(again.status, 200, again.text);
@@ -53,6 +55,7 @@ test.serial('with no epoch, a Redis miss is checked against MongoDB, and the epo
   t.like(decodeEntry(await stack.redis.get(entryKey('epoch'))), { s: 'done', id: first.body.id }, 'and the result is cached again');
 
   // Until the epoch passes, a miss may hide a result cached before it: MongoDB is still asked.
+  service.forgetReplays();
   await stack.redis.del(entryKey('epoch'));
   const stillChecked = await create('epoch', { amount: 101 });
   t.true(replayed(stillChecked));
@@ -88,6 +91,7 @@ test.serial('once the epoch has passed, a Redis miss is trusted without asking M
   t.is(first.status, 200, first.text);
 
   // Every live result has been cached since the epoch: a miss is the truth.
+  service.forgetReplays();
   await stack.redis.set(epochKey(), '0');
   await stack.redis.del(entryKey('trusted'));
   const again = await create('trusted', { amount: 102 });
@@ -105,6 +109,7 @@ test.serial('once the epoch has passed, a create whose object has changed since 
   const changed = await service.request('POST', `${PI}/${first.body.id}`, { key, body: { description: 'changed after the create' } });
   t.is(changed.status, 200, changed.text);
 
+  service.forgetReplays();
   await stack.redis.set(epochKey(), '0');
   await stack.redis.del(entryKey('frozen'));
   const again = await create('frozen', { amount: 107 });
@@ -121,6 +126,7 @@ test.serial('once the epoch has passed, a create whose object has changed since 
 test.serial('a replay is kept in memory until its key expires; past IDEMPOTENCY_TTL_MS the key is free and creates anew', async (t) => {
   const first = await create('expiring', { amount: 103 });
   t.is(first.status, 200, first.text);
+  service.forgetReplays();
   t.true(replayed(await create('expiring', { amount: 103 })), 'read from Redis, and kept');
 
   // From here neither Redis nor MongoDB would replay it: only the memory can.
@@ -143,6 +149,21 @@ test.serial('a replay is kept in memory until its key expires; past IDEMPOTENCY_
   t.is(await countWithAmount(103), 2);
 });
 
+test.serial('an answer this api received from its job is kept: its replay asks neither Redis nor MongoDB', async (t) => {
+  const first = await create('kept', { amount: 108 });
+  t.is(first.status, 200, first.text);
+  await stack.redis.del(entryKey('kept'));
+  await stack.redis.set(epochKey(), '0');
+  const again = await create('kept', { amount: 108 });
+  t.true(replayed(again));
+  t.is(again.text, first.text);
+  t.is(await stack.redis.get(entryKey('kept')), null, 'answered from memory: no job ran to cache it again');
+  const reused = await create('kept', { amount: 109 });
+  t.is(reused.status, 400);
+  t.is(reused.body.error.code, 'idempotency_key_reused');
+  t.is(await countWithAmount(108), 1);
+});
+
 test.serial('the memory is bounded in bytes: past the bound, the oldest replay is forgotten first', async (t) => {
   // This file's api keeps 8 KiB of replays: about a dozen of these answers.
   const body = { amount: 105, description: 'x'.repeat(200) };
@@ -150,6 +171,7 @@ test.serial('the memory is bounded in bytes: past the bound, the oldest replay i
   const firsts: ApiResponse[] = [];
   for (let i = 0; i < total; i++) firsts.push(await create(`evict-${i}`, body));
   for (const res of firsts) t.is(res.status, 200, res.text);
+  service.forgetReplays();
   // One after another: the memory forgets in the order it learned, so the newest must be learned last.
   const replays: ApiResponse[] = [];
   for (let i = 0; i < total; i++) replays.push(await create(`evict-${i}`, body));
