@@ -9,7 +9,8 @@ import { median, sampleRss, timed, type Load, type Measurement } from '../measur
 import { progress } from '../progress.js';
 import type { ExtraRow, GroupResult, RssReadings } from '../report.js';
 import { reportLogs, startService, type Child, type Service } from '../service.js';
-import { CREATE_BODY, wanted, type ScenarioId } from '../settings.js';
+import { describeCpu, profileCpu, serverPids } from '../cpu-profile.js';
+import { CREATE_BODY, settings, wanted, type ScenarioId } from '../settings.js';
 
 function createLoad(service: Service, connections: number, keyed = false): Load {
   return {
@@ -62,20 +63,30 @@ async function oneWorker(mongo: MongoClient): Promise<GroupResult> {
 
 async function scaling(mongo: MongoClient): Promise<GroupResult> {
   const measured = new Map<ScenarioId, Measurement>();
+  const details: NonNullable<GroupResult['details']> = {};
   for (const workers of [1, 2, 4] as const) {
     const id = `S3-w${workers}` as const;
     if (!wanted(id)) continue;
     progress(`S3: starting 1 api and ${workers} worker process(es)`);
     const service = await startService(mongo, `s3w${workers}`, workers);
     try {
+      // Where the CPU goes names the bottleneck: the store, Redis, the api, the workers, or the load generator.
+      const cpu = profileCpu([
+        ...serverPids(settings.mongoUrl, settings.redisUrl),
+        { pid: service.api.pid, kind: 'api' },
+        ...service.workers.map((w) => ({ pid: w.pid, kind: 'worker' })),
+      ]);
       measured.set(id, await timed(id, createLoad(service, 64)));
+      const figures = cpu.stop();
+      progress(`${id}: CPU seconds (warm-up and run): ${describeCpu(figures)}`);
+      details[id] = { ...Object.fromEntries(Object.entries(figures.byKind).map(([kind, s]) => [`cpu_s_${kind.split(' ')[0]}`, s])), cpu_s_capacity: figures.capacity };
       for (const child of [service.api, ...service.workers]) child.assertRunning();
     } finally {
       reportLogs([service.api, ...service.workers]);
       await service.stop();
     }
   }
-  return { measured };
+  return { measured, details };
 }
 
 /**
@@ -86,5 +97,5 @@ async function scaling(mongo: MongoClient): Promise<GroupResult> {
 export async function runCreateScenarios(mongo: MongoClient): Promise<GroupResult> {
   const s2 = await oneWorker(mongo);
   const s3 = await scaling(mongo);
-  return { ...s2, measured: new Map([...s2.measured, ...s3.measured]) };
+  return { ...s2, measured: new Map([...s2.measured, ...s3.measured]), details: { ...s2.details, ...s3.details } };
 }
