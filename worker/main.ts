@@ -114,7 +114,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   };
 
   // A slot is held for at most one attempt's deadline plus the time to record it.
-  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, holdMs: config.webhooks.timeoutMs + 30_000 });
+  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, holdMs: config.webhooks.timeoutMs + 5_000 });
   const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots };
   const endpointDeps: EndpointMutationDeps = { ...createDeps, webhooksQueue, config: config.webhooks, deliver: deliverDeps, ids, logger };
 

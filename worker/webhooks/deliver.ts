@@ -14,7 +14,10 @@
  *   can at most re-deliver a real event to an endpoint of its own scope.
  * - At most `endpointConcurrency` attempts in flight per endpoint, across workers:
  *   a delivery that finds its endpoint's slots taken waits (delayed, not counted as
- *   an attempt), so a hanging receiver cannot hold every slot of a worker.
+ *   an attempt), so a hanging receiver cannot hold every slot of a worker. A slot is
+ *   held for the POST alone: the reads before it and the record after it do not
+ *   count against the receiver's connections, and a worker killed mid-POST strands
+ *   its slot for at most the POST's timeout and a few seconds.
  * - Every attempt that gets an outcome is recorded in `webhook_attempts` (status or
  *   error kind, duration, the first 1 KiB of the response) before the job moves on.
  *   An attempt cut short by the worker's own death has no outcome to record; it is
@@ -99,19 +102,23 @@ const STEP_RETRY = { tries: 4, baseMs: 200, capMs: 2000 };
 
 /** `token` is the worker's lock on the job, needed to move it back to delayed. */
 export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookData>, token?: string): Promise<DeliverResult> {
-  const slot = await deps.slots.acquire(job.data.endpointId);
-  if (!slot) {
-    await job.moveToDelayed(Date.now() + slotWaitMs(), token);
-    throw new DelayedError();
-  }
-  try {
-    return await attempt(deps, job);
-  } finally {
-    await slot.release().catch(() => undefined);
-  }
+  return attempt(deps, job, async (post) => {
+    const slot = await deps.slots.acquire(job.data.endpointId);
+    if (!slot) {
+      await job.moveToDelayed(Date.now() + slotWaitMs(), token);
+      throw new DelayedError();
+    }
+    try {
+      return await post();
+    } finally {
+      await slot.release().catch(() => undefined);
+    }
+  });
 }
 
-async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise<DeliverResult> {
+type InSlot = <T>(post: () => Promise<T>) => Promise<T>;
+
+async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>, inSlot: InSlot): Promise<DeliverResult> {
   const { eventId, endpointId } = job.data;
   const c = deps.collections;
   const endpoint = await retryInfrastructure(() => c.webhookEndpoints.findOne({ _id: endpointId }), STEP_RETRY);
@@ -137,7 +144,7 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>): Promise
     return { delivered: false, skipped: 'not_subscribed' };
   }
   const attempt = job.attemptsMade + 1;
-  const { outcome, result } = await sendAttempt(deps, endpoint, eventId, event.json, attempt);
+  const { outcome, result } = await sendAttempt(deps, endpoint, eventId, event.json, attempt, inSlot);
 
   const logFields = { event_id: eventId, endpoint_id: endpointId, attempt, http_status: outcome.http_status, error: outcome.error };
   if (outcome.error === null) {
@@ -179,22 +186,27 @@ export async function sendAttempt(
   eventId: string,
   json: string,
   attempt: number,
+  inSlot: InSlot = (post) => post(),
 ): Promise<{ record: WebhookAttemptDoc; outcome: Outcome; result: PostResult }> {
   const guarded = endpoint.livemode || !deps.config.allowPrivateTargets;
   const body = Buffer.from(json, 'utf8');
-  const timestamp = Math.floor(deps.now() / 1000);
-  const startedAt = deps.now();
-  const result = await postWebhook({
-    url: endpoint.url,
-    headers: {
-      'Content-Type': 'application/json',
-      'User-Agent': USER_AGENT,
-      ...webhookHeaders(signingSecrets(endpoint, startedAt), eventId, timestamp, body),
-    },
-    body,
-    timeoutMs: deps.config.timeoutMs,
-    refuseAddress: guarded ? isForbiddenAddress : undefined,
-    responseBodyLimit: RESPONSE_BODY_LIMIT,
+  let startedAt = deps.now();
+  const result = await inSlot(() => {
+    // Signed when sent: a wait for the slot must not age the timestamp.
+    startedAt = deps.now();
+    const timestamp = Math.floor(startedAt / 1000);
+    return postWebhook({
+      url: endpoint.url,
+      headers: {
+        'Content-Type': 'application/json',
+        'User-Agent': USER_AGENT,
+        ...webhookHeaders(signingSecrets(endpoint, startedAt), eventId, timestamp, body),
+      },
+      body,
+      timeoutMs: deps.config.timeoutMs,
+      refuseAddress: guarded ? isForbiddenAddress : undefined,
+      responseBodyLimit: RESPONSE_BODY_LIMIT,
+    });
   });
   const finishedAt = deps.now();
   const outcome = outcomeOf(result, finishedAt);
