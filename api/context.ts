@@ -35,6 +35,11 @@ export interface AppDeps {
   admission?: CreateAdmission;
   /** Extra routers mounted before the 404 handler (dashboard, metrics). */
   extraRouters?: Router[];
+  /**
+   * /readyz's MongoDB check. Default: a ping through `mongo`'s pool, where under load it
+   * waits behind every slow query; main.ts gives it a connection of its own.
+   */
+  pingMongo?: () => Promise<unknown>;
   /** Called once per request with its outcome (metrics). */
   onRequest?: (info: { method: string; route: string; status: number; durationMs: number }) => void;
 }

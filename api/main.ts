@@ -28,6 +28,10 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'api');
   const mongo = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-api');
+  // /readyz asks whether MongoDB answers, on a connection of its own: through the
+  // request pool its ping would wait behind every slow query and time out the probe
+  // of a process that is working.
+  const health = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-api-health', 1);
   const redis = createRedis(config.redisUrl, 'failFast', 'api');
   const subscriber = createRedis(config.redisUrl, 'patient', 'api-subscriber');
   const queueConnection = createRedis(config.redisUrl, 'failFast', 'api-queues');
@@ -52,6 +56,7 @@ async function main(): Promise<void> {
   const deps: AppDeps = {
     config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,
     started: () => started, admission,
+    pingMongo: () => health.db.command({ ping: 1 }),
     extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList, config.publicBaseUrl)],
     onRequest: (info) => http.observe(info),
   };
@@ -105,6 +110,7 @@ async function main(): Promise<void> {
         ['redis (queues)', () => queueConnection.quit()],
         ['redis', () => redis.quit()],
         ['mongodb', () => mongo.client.close()],
+        ['mongodb (health)', () => health.client.close()],
       ],
       logger,
     );

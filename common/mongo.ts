@@ -78,12 +78,12 @@ export function collections(db: Db): Collections {
  * first operation, and reconnects by itself after a restart of the server. For a
  * process that must start (listen, answer its health checks) before MongoDB answers.
  */
-export function openMongo(url: string, dbName: string, appName: string): Mongo {
+export function openMongo(url: string, dbName: string, appName: string, poolSize = 50): Mongo {
   const client = new MongoClient(url, {
     appName,
     serverSelectionTimeoutMS: 3000,
     connectTimeoutMS: 3000,
-    maxPoolSize: 50,
+    maxPoolSize: poolSize,
   });
   const db = client.db(dbName);
   return { client, db, collections: collections(db) };

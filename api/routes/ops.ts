@@ -56,7 +56,7 @@ export function opsRouter(deps: AppDeps): Router<State> {
   router.get('/readyz', async (ctx) => {
     const [redis, mongodb] = await Promise.all([
       check(() => deps.redis.ping()),
-      check(() => deps.mongo.db.command({ ping: 1 })),
+      check(() => (deps.pingMongo ? deps.pingMongo() : deps.mongo.db.command({ ping: 1 }))),
     ]);
     const started = deps.started?.() ?? true;
     const ready = started && redis === 'ok' && mongodb === 'ok';
