@@ -42,6 +42,35 @@ function isRoot() {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
+/**
+ * Installs a Debian package when this process may (root, apt-get present); false
+ * when it may not. Its output goes to the terminal: an install is worth seeing.
+ */
+function installDebianPackage(name, why) {
+  if (!isRoot() || !which('apt-get')) return false;
+  log(`${why}: installing the Debian package ${name}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const install = () => spawnSync('apt-get', ['install', '-y', name], { stdio: ['ignore', process.stderr, process.stderr], env });
+  if (install().status !== 0) {
+    // The package lists may never have been fetched on a fresh machine.
+    spawnSync('apt-get', ['update'], { stdio: ['ignore', process.stderr, process.stderr], env });
+    install();
+  }
+  return true;
+}
+
+/**
+ * The sqlite3 shell, which gives FerretDB's tables the `_id` index its queries can
+ * use (ferretdb-indexes.mjs); installs the Debian package when root. Null without
+ * it: only speed depends on it.
+ */
+export function findSqlite3() {
+  const found = () => which('sqlite3') ?? (isExecutable('/usr/bin/sqlite3') ? '/usr/bin/sqlite3' : null);
+  const file = found();
+  if (file) return file;
+  return installDebianPackage('sqlite3', 'sqlite3 not found') ? found() : null;
+}
+
 /** Absolute path of redis-server; installs the Debian package when root. */
 export function findRedisServer() {
   const fromEnv = process.env.REDIS_SERVER_BIN;
@@ -55,15 +84,7 @@ export function findRedisServer() {
   const candidates = () => [which('redis-server'), '/usr/bin/redis-server', '/usr/local/bin/redis-server'];
   for (const file of candidates()) if (file && isExecutable(file)) return file;
 
-  if (isRoot() && which('apt-get')) {
-    log('redis-server not found: installing the Debian package redis-server');
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const install = () => spawnSync('apt-get', ['install', '-y', 'redis-server'], { stdio: 'inherit', env });
-    if (install().status !== 0) {
-      // The package lists may never have been fetched on a fresh machine.
-      spawnSync('apt-get', ['update'], { stdio: 'inherit', env });
-      install();
-    }
+  if (installDebianPackage('redis-server', 'redis-server not found')) {
     for (const file of candidates()) if (file && isExecutable(file)) return file;
   }
 

@@ -37,6 +37,8 @@ export interface ServerOptions {
 export interface FerretDBOptions extends ServerOptions {
   /** Serve FerretDB's debug handler (Prometheus metrics at /debug/metrics) on this port. */
   debugPort?: number | null;
+  /** Give every collection the `_id` index FerretDB's own queries can use (ferretdb-indexes.mjs). Default true. */
+  idPathIndexes?: boolean;
 }
 
 export interface RedisOptions extends ServerOptions {

@@ -6,6 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { findFerretDB, findRedisServer } from './binaries.mjs';
+import { keepIdPathIndexes } from './ferretdb-indexes.mjs';
+import { log } from './log.mjs';
 import { freePort } from './net.mjs';
 import { clearPidFile, reapStale, writePidFile } from './pid-files.mjs';
 import { spawnServer } from './processes.mjs';
@@ -26,7 +28,9 @@ async function startWithRetries(start, attempts = 3) {
 }
 
 // A started server as the callers see it: where it listens, and how to stop it.
-function runningServer(server, { url, port, bin }) {
+// onStop: what else ends with the server (a helper that watches its files).
+function runningServer(server, { url, port, bin, onStop = () => {} }) {
+  server.exited.then(onStop, onStop);
   return {
     url,
     port,
@@ -69,8 +73,10 @@ export async function startRedis({ dir, persistent = false, bin = findRedisServe
  * Starts FerretDB (SQLite handler, data under `dir`) on 127.0.0.1: on `port`
  * (tried once), or else on a free port.
  * debugPort: serve FerretDB's debug handler (Prometheus metrics at /debug/metrics) there.
+ * idPathIndexes: give every collection the `_id` index FerretDB's queries can use
+ * (ferretdb-indexes.mjs); false measures FerretDB as it comes.
  */
-export async function startFerretDB({ dir, bin = findFerretDB(), port: fixedPort, timeoutMs = 60_000, debugPort = null } = {}) {
+export async function startFerretDB({ dir, bin = findFerretDB(), port: fixedPort, timeoutMs = 60_000, debugPort = null, idPathIndexes = true } = {}) {
   if (!dir) throw new Error('startFerretDB: dir is required');
   const sqliteDir = path.join(path.resolve(dir), 'sqlite');
   fs.mkdirSync(sqliteDir, { recursive: true });
@@ -86,7 +92,16 @@ export async function startFerretDB({ dir, bin = findFerretDB(), port: fixedPort
     ];
     const server = spawnServer(bin, args, { logFile, cwd: dir });
     await waitReady(server, () => mongoPing(port), { name: 'ferretdb', logFile, timeoutMs });
-    return runningServer(server, { url: `mongodb://127.0.0.1:${port}/`, port, bin });
+    const stopIndexing = idPathIndexes
+      ? keepIdPathIndexes(sqliteDir, {
+          onMissingShell: () => log('no sqlite3 shell (Debian package sqlite3): FerretDB looks every _id up by reading its whole table'),
+          onError: (error) => {
+            // A database dropped, or not yet given its catalogue, between two looks.
+            if (!/no such table|unable to open/.test(error.message)) log(`FerretDB _id index: ${error.message}`);
+          },
+        })
+      : () => {};
+    return runningServer(server, { url: `mongodb://127.0.0.1:${port}/`, port, bin, onStop: stopIndexing });
   };
   return fixedPort === undefined ? startWithRetries(start) : start(fixedPort);
 }
