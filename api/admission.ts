@@ -7,11 +7,21 @@
  * the fault ends (a retry storm would keep it down).
  *
  * The wait is measured cheaply, away from requests: every `intervalMs`, the age of
- * the oldest job waiting in the creates queue (one list read and one hash read in
- * Redis). The queue is first in, first out, so a job enqueued now waits about that
- * long, and longer if the queue is growing. A request only reads the last sample.
+ * the oldest job waiting in the creates queue that has never been started (one
+ * list read and a hash read per job, for the first `SAMPLE_JOBS` jobs in Redis). The
+ * queue is first in, first out, so a job enqueued now waits about that long, and
+ * longer if the queue is growing. A request only reads the last sample.
+ *
+ * Jobs that were started before are left out: a killed worker's jobs come back to
+ * the head of the queue as stalled, and a failed one after its backoff, each with
+ * the age of its first enqueue. Their age says nothing of the wait a new job would
+ * see (they are few, and first to go); counted, one worker's death made the api
+ * refuse every create for as long as its recovered jobs waited.
  */
 import type { Queue } from 'bullmq';
+
+/** How many of the oldest waiting jobs a sample reads, looking for one never started. */
+const SAMPLE_JOBS = 32;
 
 export interface AdmissionOptions {
   /** Creates are refused while the oldest waiting job has waited longer than this; 0 admits everything. */
@@ -48,7 +58,8 @@ export class CreateAdmission {
     if (this.sampling) return;
     this.sampling = true;
     try {
-      const [oldest] = await this.queue.getWaiting(0, 0);
+      const waiting = await this.queue.getWaiting(0, SAMPLE_JOBS - 1);
+      const oldest = waiting.find((job) => !(job.attemptsStarted > 0));
       this.oldestWaitMs = oldest ? Math.max(0, this.options.now() - oldest.timestamp) : 0;
     } catch {
       // Redis away: the enqueue itself answers 503 then; no stale refusal meanwhile.

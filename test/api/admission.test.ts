@@ -44,3 +44,18 @@ test('a failed sample admits (the enqueue answers for Redis), and a limit of 0 a
   await off.sample();
   t.is(off.refusal(), null);
 });
+
+test('jobs started before (recovered as stalled, or retried) do not count: the oldest never-started job does', async (t) => {
+  const now = 100_000;
+  // A killed worker's jobs, back at the head of the queue with the age of their first enqueue.
+  const recovered = Array.from({ length: 10 }, () => ({ timestamp: now - 20_000, attemptsStarted: 1 }));
+  let fresh = [{ timestamp: now - 300, attemptsStarted: 0 }];
+  const queue = { getWaiting: async () => [...recovered, ...fresh] as unknown as Awaited<ReturnType<Queue['getWaiting']>> };
+  const admission = new CreateAdmission(queue, { limitMs: 5000, now: () => now });
+  await admission.sample();
+  t.is(admission.refusal(), null, 'a new job waits behind ten quick ones: admitted');
+
+  fresh = [{ timestamp: now - 9000, attemptsStarted: 0 }];
+  await admission.sample();
+  t.is(admission.refusal(), 4, 'a never-started job that has waited past the limit still refuses');
+});
