@@ -33,8 +33,12 @@ export interface CreateSpec<N extends JobName<'creates'>, Input> {
   idKind?: IdKind;
   /** After validation, before the lock: a mutation's check that its object exists in the caller's scope (404). */
   precheck?: () => Promise<void>;
-  /** Throws an ApiError on bad input; runs only when there is nothing to replay. */
-  validate: (body: Record<string, unknown>, encoding: BodyEncoding) => Input;
+  /**
+   * Throws an ApiError on bad input; runs only when there is nothing to replay.
+   * `now` (unix seconds) is the request's one clock reading, also its `created`: a
+   * default computed from it (expires_at) agrees with `created` to the second.
+   */
+  validate: (body: Record<string, unknown>, encoding: BodyEncoding, now: number) => Input;
   jobData: (base: RequestJobBase, input: Input) => JobData<'creates', N>;
 }
 
@@ -54,7 +58,8 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     }
 
     rejectQuery(ctx.querystring);
-    const input = spec.validate(body, encoding);
+    const now = Math.floor(deps.now() / 1000);
+    const input = spec.validate(body, encoding, now);
 
     // Before the process has its results subscription, a result could be missed.
     if (deps.started && !deps.started()) throw errors.serviceUnavailable();
@@ -77,7 +82,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
         id,
         project: key.project,
         livemode: key.livemode,
-        created: Math.floor(deps.now() / 1000),
+        created: now,
         requestId: ctx.state.requestId,
         baseUrl: baseUrlOf(deps.config, ctx),
         idempotency: keyed ? keyed.info : null,
@@ -103,10 +108,13 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
       if (keyed && token && result.status !== 200) await idempotency.release(keyed, token);
       // The key's job may be another request's (this one retried after a timeout with another body).
       if (keyed && !idempotency.answers(keyed, result.fingerprint)) throw errors.idempotencyKeyReused();
-      if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
+      // The answer of another request's job with this key (it ran, or ran again after
+      // Redis lost its answer, while this one waited) is a replay for this request.
+      const replayed = result.replayed === true || (result.requestId !== undefined && result.requestId !== ctx.state.requestId);
+      if (replayed) ctx.set('Idempotent-Replayed', 'true');
       // This request's own answer, just recorded: kept, so that its replays to this
       // process read nothing from MongoDB (a client that lost the answer retries at once).
-      if (keyed && result.status === 200 && !result.replayed) idempotency.keepAnswer(keyed, { status: result.status, body: result.body });
+      if (keyed && result.status === 200 && !replayed) idempotency.keepAnswer(keyed, { status: result.status, body: result.body });
       sendJson(ctx, result.body, result.status);
       return;
     }

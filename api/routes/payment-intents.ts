@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import { JOBS } from '../../common/jobs.js';
+import { JOBS, type Scope } from '../../common/jobs.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import type { AppDeps, Ctx, State } from '../context.js';
 import type { CreateHandler } from '../handlers/create.js';
@@ -11,6 +11,29 @@ import { parsePaymentIntentCreate } from '../schemas/payment-intents.js';
 import { parseCancel, parseConfirm, parseUpdate } from '../schemas/payment-intent-lifecycle.js';
 import { rejectQuery } from '../schemas/query.js';
 
+/** How many intents found by a mutation's existence check each api process remembers. */
+const KNOWN_INTENTS = 100_000;
+
+/** Ids known to exist in a scope; the oldest forgotten first beyond `max`. */
+class KnownIds {
+  private readonly ids = new Set<string>();
+
+  constructor(private readonly max: number) {}
+
+  has(scope: Scope, id: string): boolean {
+    return this.ids.has(KnownIds.key(scope, id));
+  }
+
+  add(scope: Scope, id: string): void {
+    if (this.ids.size >= this.max) this.ids.delete(this.ids.values().next().value as string);
+    this.ids.add(KnownIds.key(scope, id));
+  }
+
+  private static key(scope: Scope, id: string): string {
+    return `${scope.project}\n${scope.livemode ? 'live' : 'test'}\n${id}`;
+  }
+}
+
 /** Registers its routes on the shared `/v1` router. */
 export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: CreateHandler): void {
   const url = '/v1/payment_intents';
@@ -19,13 +42,8 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
     await create(ctx, {
       jobName: JOBS.createPaymentIntent,
       idKind: 'payment_intent',
-      validate: (body, encoding) =>
-        parsePaymentIntentCreate(body, {
-          operators: deps.config.operators,
-          defaultCurrency: deps.config.defaultCurrency,
-          now: Math.floor(deps.now() / 1000),
-          encoding,
-        }),
+      validate: (body, encoding, now) =>
+        parsePaymentIntentCreate(body, { operators: deps.config.operators, defaultCurrency: deps.config.defaultCurrency, now, encoding }),
       jobData: (base, input) => ({ ...base, input }),
     });
   });
@@ -52,18 +70,22 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
 
   // Mutations: validated here, applied by a worker on the stored intent (its status
   // decides), answered with the job's result, as a create is.
+  // A payment intent is never deleted, nor moved to another scope: once found, it
+  // exists for good, and a retried mutation (409 while its first try is in flight,
+  // 503 under load) does not read MongoDB again to know it.
+  const known = new KnownIds(KNOWN_INTENTS);
   const exists = (ctx: Ctx) => async () => {
-    await findInScope(deps.mongo.collections.paymentIntents, ctx.state.key!, ctx.params.id as string, {
-      kind: 'payment_intent',
-      projection: { _id: 1 },
-    });
+    const key = ctx.state.key!;
+    const id = ctx.params.id as string;
+    if (known.has(key, id)) return;
+    await findInScope(deps.mongo.collections.paymentIntents, key, id, { kind: 'payment_intent', projection: { _id: 1 } });
+    known.add(key, id);
   };
-  const lifecycle = () => ({ operators: deps.config.operators, now: Math.floor(deps.now() / 1000) });
 
   router.post(`${url}/:id`, ...guards.write, async (ctx) => {
     await create(ctx, {
       jobName: JOBS.updatePaymentIntent,
-      validate: (body, encoding) => parseUpdate(body, { ...lifecycle(), encoding }),
+      validate: (body, encoding, now) => parseUpdate(body, { operators: deps.config.operators, now, encoding }),
       precheck: exists(ctx),
       jobData: (base, input) => ({ ...base, target: ctx.params.id as string, input }),
     });
@@ -72,7 +94,7 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
   router.post(`${url}/:id/confirm`, ...guards.write, async (ctx) => {
     await create(ctx, {
       jobName: JOBS.confirmPaymentIntent,
-      validate: (body, encoding) => parseConfirm(body, { ...lifecycle(), encoding }),
+      validate: (body, encoding, now) => parseConfirm(body, { operators: deps.config.operators, now, encoding }),
       precheck: exists(ctx),
       jobData: (base, input) => ({ ...base, target: ctx.params.id as string, input }),
     });

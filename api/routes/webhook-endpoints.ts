@@ -125,7 +125,7 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
   router.post(`${url}/:id/recover`, ...guards.write, async (ctx) => {
     await create(ctx, {
       jobName: JOBS.recoverWebhookEvents,
-      validate: (body, encoding) => parseRecover(body, { encoding, now: Math.floor(deps.now() / 1000) }),
+      validate: (body, encoding, now) => parseRecover(body, { encoding, now }),
       precheck: exists(ctx),
       jobData: (base, input) => ({ ...base, target: target(ctx), input }),
     });

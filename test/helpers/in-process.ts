@@ -22,9 +22,16 @@ import { stackUrls, uniqueName, type ApiResponse } from './service.js';
 
 /** Epoch ms that move only when the test says so. */
 export class FakeClock {
+  /** Ms added after each reading: with 1000, no two readings fall in the same second. */
+  tickPerRead = 0;
+
   constructor(private ms = Date.now()) {}
 
-  readonly now = (): number => this.ms;
+  readonly now = (): number => {
+    const ms = this.ms;
+    this.ms += this.tickPerRead;
+    return ms;
+  };
 
   advance(ms: number): void {
     this.ms += ms;
