@@ -54,6 +54,7 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   const app = new Koa<State>();
   const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseBody() });
   const idempotency = parts.idempotency ?? new IdempotencyStore({ config: deps.config, redis: deps.redis, collections: deps.mongo.collections, now: deps.now });
+  deps.results.onEvery((message) => idempotency.hear(message));
   const create = createHandler(deps, idempotency);
   // One router for the public API, first: most requests are its, and each router
   // costs a match per request.

@@ -15,6 +15,7 @@ export interface Waiting {
  */
 export class ResultWaiter {
   private readonly waiters = new Map<string, Set<(message: CreateResultMessage) => void>>();
+  private readonly hearers: Array<(message: CreateResultMessage) => void> = [];
   private readonly channel: string;
 
   constructor(private readonly subscriber: Redis, prefix: string) {
@@ -27,11 +28,17 @@ export class ResultWaiter {
       } catch {
         return;
       }
+      for (const hear of this.hearers) hear(message);
       const set = this.waiters.get(message.jobId);
       if (!set) return;
       this.waiters.delete(message.jobId);
       for (const resolve of set) resolve(message);
     });
+  }
+
+  /** Is told every result published, whoever waits for it (the replay memory, idempotency/store.ts). */
+  onEvery(hear: (message: CreateResultMessage) => void): void {
+    this.hearers.push(hear);
   }
 
   async start(): Promise<void> {

@@ -233,6 +233,17 @@ export interface CreateResultMessage {
    * found because Redis no longer knew the key): sent with `Idempotent-Replayed: true`.
    */
   replayed?: boolean;
+  /**
+   * The request the job was made for. Another request waiting on the same keyed job
+   * (its key's first job, still queued or run again after Redis lost its answer)
+   * gets the answer as a replay.
+   */
+  requestId?: string;
+  /**
+   * A keyed answer the worker recorded (the key's result until it expires): the
+   * key's expiry, epoch ms. Absent on refusals, which leave the key free to retry.
+   */
+  expiresAt?: number;
 }
 
 /**

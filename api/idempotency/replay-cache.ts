@@ -5,6 +5,7 @@ export interface Replay {
 }
 
 interface KeptReplay extends Replay {
+  /** The request it answered: its canonical form, or (an answer heard on the results channel) its fingerprint. */
   canonical: string;
   expiresAt: number;
   bytes: number;

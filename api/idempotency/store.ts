@@ -24,14 +24,17 @@
  *   since, so the miss is the truth. Losing Redis data loses the epoch too.
  * - A completed result never changes until its key expires, so each api process
  *   also keeps the ones it has read in memory (bounded in bytes), and replays them
- *   without asking Redis.
+ *   without asking Redis. It also keeps every recorded answer it hears on the
+ *   results channel, its own requests' or another process's: a replay that lands on
+ *   another api than its first request reads nothing either (without it, rendering
+ *   the answer from the object is a read of MongoDB, a scan on FerretDB).
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../common/config.js';
 import { errors } from '../../common/errors.js';
-import { decodeEntry, encodeDone, recordPointer, RECORD_POINTER_PREFIX, type CachedEntry } from '../../common/idempotency.js';
-import type { Scope } from '../../common/jobs.js';
+import { decodeEntry, encodeDone, idempotentJobId, recordPointer, RECORD_POINTER_PREFIX, type CachedEntry } from '../../common/idempotency.js';
+import type { CreateResultMessage, Scope } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
 import { describeKeyedRequest, type KeyedRequest } from './keyed-request.js';
@@ -78,6 +81,12 @@ export class IdempotencyStore {
     if (kept) {
       if (kept.canonical !== req.canonical) throw errors.idempotencyKeyReused();
       return { kind: 'replay', replay: kept };
+    }
+    const heard = this.replays.get(heardKey(idempotentJobId(req.info.scopeHash)));
+    if (heard) {
+      // Kept with the fingerprint of the request it answered.
+      if (heard.canonical !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+      return { kind: 'replay', replay: heard };
     }
     const [raw, epoch] = await this.deps.redis.mget(req.redisKey, this.epochKey);
     const entry = decodeEntry(raw ?? null);
@@ -179,6 +188,12 @@ export class IdempotencyStore {
   }
 
   /** Keeps an answer this process has just received from its key's job, until the key expires. */
+  /** A result published on the results channel: kept when it is a key's recorded answer. */
+  hear(message: CreateResultMessage): void {
+    if (message.expiresAt === undefined || message.fingerprint === null) return;
+    this.replays.keep(heardKey(message.jobId), message.fingerprint, { status: message.status, body: message.body }, message.expiresAt);
+  }
+
   keepAnswer(req: KeyedRequest, replay: Replay): void {
     this.replays.keep(req.memoryKey, req.canonical, replay, req.info.expiresAt);
   }
@@ -233,4 +248,9 @@ export class IdempotencyStore {
     if (recordedFingerprint !== req.info.fingerprint) throw errors.idempotencyKeyReused();
     return { kind: 'replay', replay };
   }
+}
+
+/** Where a heard answer is kept: apart from the requests' own keys, which hold newlines and never start with one. */
+function heardKey(jobId: string): string {
+  return `\n${jobId}`;
 }

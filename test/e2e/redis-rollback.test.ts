@@ -36,3 +36,26 @@ test('a replay answered from MongoDB after Redis lost the key is flagged Idempot
   const db = await service.db();
   t.is(await db.collection('payment_intents').countDocuments({ project }), 1);
 });
+
+test("a request that waits on another request's job of its key gets that job's answer flagged", async (t) => {
+  // No worker yet: the first request's job waits in the queue.
+  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '6000', CREATE_ADMISSION_WAIT_MS: '0' } });
+  t.teardown(() => service.stop());
+  const project = uniqueName('rollback-queued');
+  const key = await service.issueKey(project);
+  const headers = { 'Idempotency-Key': 'order-2' };
+  const first = await service.request('POST', PI, { key, body: { amount: 42 }, headers });
+  t.is(first.status, 503, first.text);
+  t.is(first.body.error.code, 'processing_timeout', 'accepted: its job waits');
+
+  // The timeout freed the key (as a rollback of Redis may): the retry takes it and
+  // waits on the same job id, the first request's job, which runs now.
+  const retry = service.request('POST', PI, { key, body: { amount: 42 }, headers });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await service.startWorker();
+  const again = await retry;
+  t.is(again.status, 200, again.text);
+  t.is(again.headers.get('idempotent-replayed'), 'true', 'the object was made by the first request');
+  const db = await service.db();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 1);
+});

@@ -97,7 +97,15 @@ export async function runCreate<D extends Stored>(
     const pointer = found.frozen === undefined ? found.doc._id : recordPointer(idem.scopeHash);
     if (ttl > 0) answer.push(deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, pointer, 200, expiresAt), 'PX', ttl));
   }
-  const message: CreateResultMessage = { jobId, fingerprint: idem?.fingerprint ?? null, status: 200, body, ...(found.replayed ? { replayed: true } : {}) };
+  const message: CreateResultMessage = {
+    jobId,
+    fingerprint: idem?.fingerprint ?? null,
+    status: 200,
+    body,
+    ...(found.replayed ? { replayed: true } : {}),
+    requestId: data.requestId,
+    ...(idem ? { expiresAt: found.doc.idem_expires_at ?? idem.expiresAt } : {}),
+  };
   answer.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message)));
   await Promise.all(answer);
   return { ok: true, id: found.doc._id, status: 200 };

@@ -164,6 +164,27 @@ test.serial('an answer this api received from its job is kept: its replay asks n
   t.is(await countWithAmount(108), 1);
 });
 
+test.serial("another api's answer, heard on the results channel, is kept too: a replay there asks neither Redis nor MongoDB", async (t) => {
+  const other = await startInProcess(stack);
+  t.teardown(() => other.stop());
+  const first = await create('heard', { amount: 110 });
+  t.is(first.status, 200, first.text);
+  // Redis forgets the key and says its misses are the truth: only memory can replay now.
+  await stack.redis.del(entryKey('heard'));
+  await stack.redis.set(epochKey(), '0');
+  const send = (body: Record<string, unknown>) => other.request('POST', PI, { key, body, headers: { 'Idempotency-Key': 'heard' } });
+  const again = await send({ amount: 110 });
+  t.is(again.status, 200, again.text);
+  t.true(replayed(again));
+  t.is(again.text, first.text, 'the first answer, byte for byte');
+  t.is(await stack.redis.get(entryKey('heard')), null, 'answered from memory: no job ran to cache it again');
+  const reused = await send({ amount: 111 });
+  t.is(reused.status, 400);
+  t.is(reused.body.error.code, 'idempotency_key_reused', 'the heard answer keeps the fingerprint of its request');
+  t.is(await countWithAmount(110), 1);
+  t.is(await countWithAmount(111), 0);
+});
+
 test.serial('the memory is bounded in bytes: past the bound, the oldest replay is forgotten first', async (t) => {
   // This file's api keeps 8 KiB of replays: about a dozen of these answers.
   const body = { amount: 105, description: 'x'.repeat(200) };
