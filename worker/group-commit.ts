@@ -13,13 +13,19 @@
  * - A batch is flushed when it holds `maxDocs` documents, or `waitMs` after its
  *   first one arrived, whichever comes first. With `maxDocs` ≤ 1 or `waitMs` 0
  *   every insert goes alone (no batching).
+ * - With a write gate (lifecycle/write-gate.ts), a flushed batch waits its turn
+ *   there, in the gate's first lane, and documents that arrive meanwhile join it (up
+ *   to `maxDocs`): the busier the database, the more each commit carries.
  */
 import { MongoBulkWriteError, type Collection } from 'mongodb';
 import { DocumentWriteError } from '../common/mongo.js';
+import type { WriteGate } from './lifecycle/write-gate.js';
 
 export interface GroupCommitOptions {
   maxDocs: number;
   waitMs: number;
+  /** The process's write gate: flushes take turns there with its other writes. */
+  gate?: WriteGate;
 }
 
 interface Pending {
@@ -32,6 +38,8 @@ interface Batch {
   collection: Collection;
   pending: Pending[];
   timer: NodeJS.Timeout | null;
+  /** Flushed, waiting for its turn at the gate: it still takes documents, up to `maxDocs`. */
+  queued: boolean;
 }
 
 export class InsertBatcher {
@@ -53,11 +61,12 @@ export class InsertBatcher {
     }
     const key = `${collection.dbName}.${collection.collectionName}`;
     let batch = this.batches.get(key);
-    if (!batch) {
-      batch = { collection: collection as unknown as Collection, pending: [], timer: null };
+    if (!batch || batch.pending.length >= this.options.maxDocs) {
+      batch = { collection: collection as unknown as Collection, pending: [], timer: null, queued: false };
       this.batches.set(key, batch);
     }
     const stored = new Promise<void>((resolve, reject) => batch.pending.push({ doc, resolve, reject }));
+    if (batch.queued) return stored;
     if (batch.pending.length >= this.options.maxDocs) {
       this.flush(key);
     } else if (batch.timer === null) {
@@ -73,18 +82,25 @@ export class InsertBatcher {
 
   private flush(key: string): void {
     const batch = this.batches.get(key);
-    if (!batch || batch.pending.length === 0) return;
-    this.batches.delete(key);
+    if (!batch || batch.pending.length === 0 || batch.queued) return;
     if (batch.timer) clearTimeout(batch.timer);
-    const { pending, collection } = batch;
-    this.stats.flushes++;
-    this.stats.documents += pending.length;
-    collection.insertMany(pending.map((p) => p.doc) as Parameters<Collection['insertMany']>[0], { ordered: false }).then(
-      () => {
-        for (const p of pending) p.resolve();
-      },
-      (err: unknown) => settleFailedBatch(pending, err),
-    );
+    batch.timer = null;
+    batch.queued = true;
+    const send = (): Promise<void> => {
+      // Taken at its turn: the documents that joined while it waited go with it.
+      if (this.batches.get(key) === batch) this.batches.delete(key);
+      const { pending, collection } = batch;
+      this.stats.flushes++;
+      this.stats.documents += pending.length;
+      return collection.insertMany(pending.map((p) => p.doc) as Parameters<Collection['insertMany']>[0], { ordered: false }).then(
+        () => {
+          for (const p of pending) p.resolve();
+        },
+        (err: unknown) => settleFailedBatch(pending, err),
+      );
+    };
+    if (this.options.gate) void this.options.gate.run(send, 'first');
+    else void send();
   }
 }
 

@@ -6,6 +6,7 @@ import test from 'ava';
 import { MongoClient } from 'mongodb';
 import { isDuplicateKey } from '../../common/mongo.js';
 import { InsertBatcher } from '../../worker/group-commit.js';
+import { through, WriteGate } from '../../worker/lifecycle/write-gate.js';
 import { stackUrls, uniqueName } from '../helpers/service.js';
 
 interface Doc {
@@ -64,4 +65,48 @@ test('batching off (waitMs 0): each insert goes alone', async (t) => {
   await Promise.all([1, 2].map((n) => batcher.insert(collection, { _id: `s${n}`, n })));
   t.is(batcher.stats.flushes, 0);
   t.is(await collection.countDocuments({}), 2);
+});
+
+test('behind a busy write gate, a flushed batch keeps taking documents until its turn, up to maxDocs', async (t) => {
+  const collection = client.db(dbName).collection<Doc>(uniqueName('c'));
+  const gate = new WriteGate(1);
+  let open: () => void = () => undefined;
+  // Another write holds the gate's one slot.
+  const holder = gate.run(() => new Promise<void>((resolve) => (open = resolve)));
+  const batcher = new InsertBatcher({ maxDocs: 3, waitMs: 5, gate });
+  const first = batcher.insert(collection, { _id: 'g1', n: 1 });
+  await new Promise((resolve) => setTimeout(resolve, 50)); // its timer fired: flushed, waiting at the gate
+  const later = [2, 3, 4].map((n) => batcher.insert(collection, { _id: `g${n}`, n }));
+  t.is(batcher.stats.flushes, 0, 'nothing sent while the gate is held');
+  open();
+  await holder;
+  await Promise.all([first, ...later]);
+  t.is(batcher.stats.flushes, 2, 'the waiting batch took two more, up to maxDocs; the fourth went in a batch of its own');
+  t.is(batcher.stats.documents, 4);
+  t.is(await collection.countDocuments({}), 4);
+});
+
+test('the write gate lets inserts (first lane) pass before updates waiting longer', async (t) => {
+  const gate = new WriteGate(1);
+  const order: string[] = [];
+  let open: () => void = () => undefined;
+  const holder = gate.run(() => new Promise<void>((resolve) => (open = resolve)));
+  const update = gate.run(async () => void order.push('update'), 'then');
+  const insert = gate.run(async () => void order.push('insert'), 'first');
+  open();
+  await Promise.all([holder, update, insert]);
+  t.deepEqual(order, ['insert', 'update']);
+  // Through a narrower gate, at most its limit of the work holds the wide gate's slots.
+  const wide = new WriteGate(2);
+  const narrow = new WriteGate(1);
+  let inWide = 0;
+  let most = 0;
+  const work = async () => {
+    inWide++;
+    most = Math.max(most, inWide);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    inWide--;
+  };
+  await Promise.all([1, 2, 3].map(() => through(narrow, wide).run(work)));
+  t.is(most, 1);
 });

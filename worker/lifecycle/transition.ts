@@ -25,13 +25,13 @@ import { findByIdInScope, isDuplicateKey } from '../../common/mongo.js';
 import { buildEventJson, presentPaymentIntent } from '../../common/presenters.js';
 import type { InsertBatcher } from '../group-commit.js';
 import { dispatchEventOnce } from '../webhooks/outbox.js';
-import { scopeMayBeHooked } from '../webhooks/subscriptions.js';
+import { scopeMayWant } from '../webhooks/subscriptions.js';
 import type { Redis } from 'ioredis';
 import type { Decision } from './decide.js';
 import { freezeCreateAnswer } from '../processors/mutation.js';
 import { scheduleFollowUps } from './follow-ups.js';
 import { IntentLock, intentLockKey } from './intent-lock.js';
-import type { WriteGate } from './write-gate.js';
+import type { Gate } from './write-gate.js';
 import { retryInfrastructure } from '../../common/retry.js';
 
 export interface TransitionDeps {
@@ -45,7 +45,7 @@ export interface TransitionDeps {
   /** Epoch ms. */
   now: () => number;
   /** Every transition's update passes through it (write-gate.ts). */
-  writes: WriteGate;
+  writes: Gate;
   /**
    * True on FerretDB: the update names the intent's `_id` alone. FerretDB does not
    * apply a conditional update atomically anyway (the intent's lock is what keeps
@@ -121,9 +121,10 @@ async function decideAndApply(
     }
     if (decision.kind === 'skip') return { kind: 'skipped', reason: decision.reason, doc };
 
-    // The create's replays must not show the change.
-    await freezeCreateAnswer(deps, doc, () => JSON.stringify(presentPaymentIntent(doc, { withSecret: true })));
     const rev = doc.rev ?? 0;
+    // The create's replays must not show the change: frozen before the first one (a
+    // later change finds it frozen, as every change passes here).
+    if (rev === 0) await freezeCreateAnswer(deps, doc, () => JSON.stringify(presentPaymentIntent(doc, { withSecret: true })));
     const after: PaymentIntentDoc = { ...doc, ...decision.set, rev: rev + 1 };
     const object = presentPaymentIntent(after);
     const evt = decision.event === null ? null : eventOf(deps, after, decision.event, object);
@@ -200,7 +201,7 @@ async function finish(deps: TransitionDeps, doc: PaymentIntentDoc, record: Mutat
 
 async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: NonNullable<MutationRecord['evt']>): Promise<void> {
   const scope = { project: doc.project, livemode: doc.livemode };
-  const hooked = scopeMayBeHooked(deps.redis, deps.prefix, deps.collections, scope);
+  const hooked = scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, evt.type);
   hooked.catch(() => undefined); // awaited below
   await deps.inserts
     .insert(deps.collections.events, { _id: evt.id, ...scope, type: evt.type, object_id: doc._id, json: evt.json, created_ms: idTime(evt.id) })

@@ -21,10 +21,13 @@ import { encodeDone, recordPointer, redisKey } from '../../common/idempotency.js
 import { resultsChannel, type CreateJobResult, type CreateResultMessage, type MutationJobBase } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
+import type { InsertBatcher } from '../group-commit.js';
 import { publishRefusal } from './create.js';
 
 export interface MutationDeps {
   collections: Collections;
+  /** Records are inserted in batches, through the process's write gate. */
+  inserts: InsertBatcher;
   redis: Redis;
   prefix: string;
   now: () => number;
@@ -61,6 +64,7 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
   const idem = data.idempotency;
   let answer: Answer | null = null;
   let replayed = false;
+  let recordedUntil = idem?.expiresAt;
   if (idem) {
     const record = await deps.collections.idempotencyRecords.findOne({ _id: idem.scopeHash });
     if (record && record.expires_at > deps.now()) {
@@ -69,6 +73,7 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
       }
       answer = { status: record.status, body: record.body };
       replayed = record.mutation !== data.id;
+      recordedUntil = record.expires_at;
     } else if (record) {
       await deps.collections.idempotencyRecords.deleteOne({ _id: idem.scopeHash, expires_at: record.expires_at });
     }
@@ -77,8 +82,8 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
     answer = await apply();
     replayed = answer.replayed === true;
     if (idem) {
-      await deps.collections.idempotencyRecords
-        .insertOne({
+      await deps.inserts
+        .insert(deps.collections.idempotencyRecords, {
           _id: idem.scopeHash,
           project: data.project,
           livemode: data.livemode,
@@ -107,6 +112,8 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
     status: answer.status,
     body: answer.body,
     ...(replayed ? { replayed: true } : {}),
+    requestId: data.requestId,
+    ...(recordedUntil !== undefined ? { expiresAt: recordedUntil } : {}),
   };
   sends.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message)));
   await Promise.all(sends);
@@ -127,8 +134,8 @@ export async function freezeCreateAnswer(
 ): Promise<void> {
   if (!doc.idem || !doc.idem_fp || (doc.idem_expires_at ?? 0) <= deps.now()) return;
   const expiresAt = doc.idem_expires_at as number;
-  await deps.collections.idempotencyRecords
-    .insertOne({ _id: doc.idem, project: doc.project, livemode: doc.livemode, fp: doc.idem_fp, status: 200, body: body(), mutation: doc._id, expires_at: expiresAt })
+  await deps.inserts
+    .insert(deps.collections.idempotencyRecords, { _id: doc.idem, project: doc.project, livemode: doc.livemode, fp: doc.idem_fp, status: 200, body: body(), mutation: doc._id, expires_at: expiresAt })
     .catch((err: unknown) => {
       if (!isDuplicateKey(err)) throw err;
     });
