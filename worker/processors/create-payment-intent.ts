@@ -13,7 +13,7 @@ import type { PaymentIntentDoc } from '../../common/documents.js';
 import { createdEventId, createdEventJson, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import { dispatchEventOnce } from '../webhooks/outbox.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
-import { scopeMayBeHooked } from '../webhooks/subscriptions.js';
+import { scopeMayWant } from '../webhooks/subscriptions.js';
 import { scheduleExpiry } from '../lifecycle/follow-ups.js';
 import { runCreate, type CreateDeps } from './create.js';
 
@@ -25,8 +25,8 @@ export interface PaymentIntentDeps extends CreateDeps {
 
 export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<CreatePaymentIntentData>): Promise<CreateJobResult> {
   const data = job.data;
-  // Asked while the object is inserted: it depends on the scope only.
-  const hooked = scopeMayBeHooked(deps.redis, deps.prefix, deps.collections, data);
+  // Asked while the object is inserted: it depends on the scope's subscriptions only.
+  const hooked = scopeMayWant(deps.redis, deps.prefix, deps.collections, data, PAYMENT_INTENT_CREATED);
   hooked.catch(() => undefined); // awaited below; this only keeps an early insert failure from leaving it unhandled
   return runCreate(deps, String(job.id), data, {
     collection: deps.collections.paymentIntents,

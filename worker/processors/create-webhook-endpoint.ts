@@ -22,7 +22,7 @@ export async function createWebhookEndpoint(deps: EndpointCreateDeps, job: Job<C
   const data = job.data;
   const jobId = String(job.id);
   // Before the insert: an endpoint visible in MongoDB always has its scope marked.
-  await markScopeHooked(deps.redis, deps.prefix, data);
+  await markScopeHooked(deps.redis, deps.prefix, data, data.input.enabled_events);
   return withScopeLock(deps.redis, deps.prefix, data, async () => {
     if (await endpointLimitReached(deps.collections, data, deps.endpointLimit)) {
       const mode = data.livemode ? 'live' : 'test';

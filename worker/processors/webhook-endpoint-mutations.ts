@@ -42,6 +42,7 @@ import { deliveryJobOptions } from './dispatch-event.js';
 import { freezeCreateAnswer, mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 import { sendAttempt, type DeliverDeps } from '../webhooks/deliver.js';
 import { loadEvent } from '../webhooks/load-event.js';
+import { markScopeHooked } from '../webhooks/subscriptions.js';
 
 export interface EndpointMutationDeps extends MutationDeps {
   webhooksQueue: TypedQueue<'webhooks'>;
@@ -95,6 +96,8 @@ export function updateWebhookEndpoint(deps: EndpointMutationDeps, job: Job<Updat
       set.disabled_reason = null;
       set.failing_since = null;
     }
+    // Before the update, as before an insert: a subscription visible in MongoDB is in the hint.
+    if (set.enabled_events) await markScopeHooked(deps.redis, deps.prefix, doc, set.enabled_events);
     if (Object.keys(set).length > 0) await deps.collections.webhookEndpoints.updateOne({ _id: doc._id }, { $set: set });
     return { status: 200, body: present({ ...doc, ...set }) };
   });

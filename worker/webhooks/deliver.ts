@@ -14,10 +14,12 @@
  *   can at most re-deliver a real event to an endpoint of its own scope.
  * - At most `endpointConcurrency` attempts in flight per endpoint, across workers:
  *   a delivery that finds its endpoint's slots taken waits (delayed, not counted as
- *   an attempt), so a hanging receiver cannot hold every slot of a worker. A slot is
+ *   an attempt; the longer, the more deliveries wait for that endpoint), so a hanging
+ *   receiver cannot hold every slot of a worker. A slot is
  *   held for the POST alone: the reads before it and the record after it do not
- *   count against the receiver's connections, and a worker killed mid-POST strands
- *   its slot for at most the POST's timeout and a few seconds.
+ *   count against the receiver's connections. A delivery checks that a slot is free
+ *   before it reads anything, and a worker killed mid-POST frees its slot within a
+ *   lease of a few seconds (endpoint-slots.ts).
  * - Every attempt that gets an outcome is recorded in `webhook_attempts` (status or
  *   error kind, duration, the first 1 KiB of the response) before the job moves on.
  *   An attempt cut short by the worker's own death has no outcome to record; it is
@@ -39,10 +41,11 @@ import type { IdGenerator } from '../../common/ids.js';
 import type { DeliverWebhookData } from '../../common/jobs.js';
 import type { Logger } from '../../common/logger.js';
 import type { WebhookAttemptDoc, WebhookEndpointDoc } from '../../common/documents.js';
-import type { Collections } from '../../common/mongo.js';
+import { isDuplicateKey, type Collections } from '../../common/mongo.js';
 import { isForbiddenAddress } from '../../common/net.js';
 import { retryInfrastructure } from '../../common/retry.js';
 import { signingSecrets, webhookHeaders } from '../../common/webhooks/sign.js';
+import type { InsertBatcher } from '../group-commit.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import { postWebhook, type PostResult } from './http.js';
 import { loadEvent } from './load-event.js';
@@ -60,15 +63,32 @@ export interface DeliverDeps {
   now: () => number;
   ids: IdGenerator;
   slots: EndpointSlots;
+  /**
+   * Group commit for the attempts' records: every delivery writes one, and on
+   * SQLite (FerretDB) each write is a commit on the database's one writer.
+   */
+  attempts: InsertBatcher;
 }
 
 export type DeliverResult =
   | { delivered: true; attempt: number; http_status: number }
   | { delivered: false; skipped: 'endpoint_deleted' | 'endpoint_disabled' | 'not_subscribed' | 'event_missing' | 'scope_mismatch' };
 
-/** How long a delivery whose endpoint has no free slot waits before trying again: 1 to 2 s. */
-function slotWaitMs(): number {
-  return 1000 + Math.floor(Math.random() * 1000);
+/**
+ * How many waiting deliveries of one endpoint may come back to try again, per second,
+ * on average. Above the rate of any receiver that makes a backlog form, so no slot
+ * stays idle for want of a delivery; far below what the workers can churn.
+ */
+const WAITERS_BACK_PER_S = 75;
+
+/**
+ * How long a delivery whose endpoint has no free slot waits before trying again:
+ * 1 to 2 s, longer in proportion when many wait (`waiting` of them, itself included),
+ * at most 30 to 60 s.
+ */
+export function slotWaitMs(waiting: number, random: () => number = Math.random): number {
+  const base = Math.min(30_000, Math.max(1000, (waiting * 1000) / WAITERS_BACK_PER_S));
+  return Math.round(base * (1 + random()));
 }
 
 /** What one attempt came to. */
@@ -100,14 +120,30 @@ function outcomeOf(result: PostResult, nowMs: number): Outcome {
  */
 const STEP_RETRY = { tries: 4, baseMs: 200, capMs: 2000 };
 
+/** A delivery whose endpoint has no free slot asks again this many times, this far apart, before it waits in the queue. */
+const SLOT_TRIES = 4;
+const SLOT_RETRY_MS = 100;
+
 /** `token` is the worker's lock on the job, needed to move it back to delayed. */
 export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookData>, token?: string): Promise<DeliverResult> {
+  const { endpointId } = job.data;
+  const waiter = job.id ?? `${job.data.eventId}:${endpointId}`;
+  const wait = async (waiting: number): Promise<never> => {
+    await job.moveToDelayed(Date.now() + slotWaitMs(waiting), token);
+    throw new DelayedError();
+  };
+  // Before any read: under a slow receiver most deliveries find the slots taken, and
+  // each of those would otherwise read the endpoint and the event for nothing.
+  const waiting = await deps.slots.waiting(endpointId, waiter);
+  if (waiting > 0) await wait(waiting);
   return attempt(deps, job, async (post) => {
-    const slot = await deps.slots.acquire(job.data.endpointId);
-    if (!slot) {
-      await job.moveToDelayed(Date.now() + slotWaitMs(), token);
-      throw new DelayedError();
+    let slot = await deps.slots.acquire(endpointId, waiter);
+    // A slot taken between the check and now is usually free again within a POST.
+    for (let tries = 1; !slot && tries < SLOT_TRIES; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, SLOT_RETRY_MS));
+      slot = await deps.slots.acquire(endpointId, waiter);
     }
+    if (!slot) return wait(await deps.slots.park(endpointId, waiter));
     try {
       return await post();
     } finally {
@@ -224,7 +260,14 @@ export async function sendAttempt(
     succeeded: outcome.error === null,
     response_body: outcome.response_body,
   };
-  await retryInfrastructure(() => deps.collections.webhookAttempts.insertOne(record), STEP_RETRY);
+  // A retry after a fault may find the record stored by the batch that failed.
+  await retryInfrastructure(
+    () =>
+      deps.attempts.insert(deps.collections.webhookAttempts, record).catch((err: unknown) => {
+        if (!isDuplicateKey(err)) throw err;
+      }),
+    STEP_RETRY,
+  );
   return { record, outcome, result };
 }
 

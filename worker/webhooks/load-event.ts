@@ -3,9 +3,15 @@
  * taken from its job: it loads the event by id from MongoDB, and the event carries
  * its own scope, which the delivery compares with the endpoint's.
  *
- * `payment_intent.created` is kept in the payment intent's own document (`evt_X`
- * is the created event of `pi_X`); every other event in the `events` collection. On FerretDB this
- * keyed read scans the collection; on MongoDB it is an `_id` lookup.
+ * An event whose deliveries are under way has its outbox entry (outbox.ts), which
+ * holds the event's JSON: that small collection is read first. Otherwise (a resend,
+ * a recovery, an entry the sweeper already released) the event is where it is
+ * stored: `payment_intent.created` in the payment intent's own document (`evt_X` is
+ * the created event of `pi_X`), every other event in the `events` collection.
+ *
+ * On FerretDB a read by `_id` scans its collection, at a cost in proportion to what
+ * the collection holds: the outbox holds only the pending events, where the intents
+ * and events grow with every payment. On MongoDB each read is an `_id` lookup.
  */
 import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import type { Collections } from '../../common/mongo.js';
@@ -22,6 +28,8 @@ export interface StoredEvent {
 /** The event with this id, or null when there is none. */
 export async function loadEvent(collections: Collections, eventId: string): Promise<StoredEvent | null> {
   if (!eventId.startsWith('evt_')) return null;
+  const pending = await collections.outbox.findOne({ _id: eventId });
+  if (pending) return { id: eventId, type: pending.type, project: pending.project, livemode: pending.livemode, json: pending.json };
   // Events of transitions have their own documents; a created event lives in its object's.
   const other = await collections.events.findOne({ _id: eventId });
   if (other) return { id: eventId, type: other.type, project: other.project, livemode: other.livemode, json: other.json };
