@@ -16,7 +16,7 @@ import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
 import { liveConnectors } from './operators/connector.js';
-import { WriteGate } from './lifecycle/write-gate.js';
+import { through, WriteGate } from './lifecycle/write-gate.js';
 import {
   deleteWebhookEndpoint,
   recoverWebhookEvents,
@@ -42,6 +42,16 @@ import { deliverWebhook } from './webhooks/deliver.js';
 import { endpointSlots } from './webhooks/endpoint-slots.js';
 import { PendingEvents, settleDelivery } from './webhooks/pending-events.js';
 import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
+import { yieldToCreates } from './webhooks/yield-to-creates.js';
+
+/** An endpoint slot's lease, renewed while its POST runs: a dead worker's slots are free again within it. */
+const SLOT_LEASE_MS = 3_000;
+
+/** A worker's writes to MongoDB in flight at once (batched inserts and transition updates). */
+const WRITES_IN_FLIGHT = 2;
+
+/** How long an attempt's record waits for others to share its commit. */
+const ATTEMPT_BATCH_WAIT_MS = 50;
 
 /** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s, jittered. */
 export function cappedBackoff(attemptsMade: number, random: () => number = Math.random): number {
@@ -85,8 +95,12 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   const webhooksQueue = openQueue(QUEUES.webhooks, { connection: redis.queues, prefix });
   const maintenanceQueue = openQueue(QUEUES.maintenance, { connection: redis.queues, prefix });
   const intentsQueue = openQueue(QUEUES.intents, { connection: redis.queues, prefix });
-  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue, intentsQueue], logger);
-  const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs });
+  // Read only: how many creates wait (deliveries yield to them).
+  const createsQueue = openQueue(QUEUES.creates, { connection: redis.queues, prefix });
+  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue, intentsQueue, createsQueue], logger);
+  // One gate for the process's batched inserts and transition updates (write-gate.ts).
+  const writes = new WriteGate(WRITES_IN_FLIGHT);
+  const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
   const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
   const lifecycleDeps: LifecycleDeps = {
     ...createDeps,
@@ -95,7 +109,8 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     ids,
     simulator: config.simulator,
     connectors: liveConnectors(),
-    writes: new WriteGate(2),
+    // At most one transition update holds one of the slots: the inserts keep the other.
+    writes: through(new WriteGate(1), writes),
     keyOnlyUpdates: () => servedByFerretDB(mongo.db),
     logger,
   };
@@ -107,15 +122,20 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     lockDuration: config.jobLockMs,
     stalledInterval: config.jobLockMs,
     maxStalledCount: 1000,
+    // Started below, once every listener is attached: a worker's first stalled check
+    // runs as it starts, and a job it recovers while nobody listens is never logged.
+    autorun: false,
     settings: {
       backoffStrategy: (attemptsMade: number, type?: string, err?: Error) =>
         type === WEBHOOK_BACKOFF ? deliveryBackoff(attemptsMade, err) : cappedBackoff(attemptsMade),
     },
   };
 
-  // A slot is held for at most one attempt's deadline plus the time to record it.
-  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, holdMs: config.webhooks.timeoutMs + 5_000 });
-  const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots };
+  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, leaseMs: SLOT_LEASE_MS });
+  // Attempts are recorded after their POST, where no client waits: a longer window
+  // than the creates' gathers more of them into each commit.
+  const attempts = new InsertBatcher({ maxDocs: 64, waitMs: ATTEMPT_BATCH_WAIT_MS, gate: writes });
+  const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots, attempts };
   const endpointDeps: EndpointMutationDeps = { ...createDeps, webhooksQueue, config: config.webhooks, deliver: deliverDeps, ids, logger };
 
   const creates = startTypedWorker(
@@ -240,12 +260,22 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     w.on('error', (err) => logger.warn({ queue: w.name, err: err.message }, 'worker error'));
     w.on('stalled', (jobId) => logger.warn({ queue: w.name, job_id: jobId }, 'job stalled: recovered for retry'));
   }
+  for (const w of workers) w.run().catch((err: Error) => logger.error({ queue: w.name, err: err.message }, 'worker stopped'));
+  const stopYielding = yieldToCreates({
+    creates: createsQueue,
+    deliveries: webhooks,
+    full: config.webhooks.concurrency,
+    reduced: Math.max(1, Math.ceil(config.webhooks.concurrency / 10)),
+    backlog: config.workerConcurrency,
+    logger,
+  });
   const metrics = await startWorkerMetrics(config, logger, workers);
   logger.info({ concurrency: config.workerConcurrency, batch_max: config.createBatchMax, batch_wait_ms: config.createBatchWaitMs }, 'worker started');
 
   return {
     async close() {
       redis.queues.off('ready', onReconnect);
+      stopYielding();
       // Let active jobs finish, then close the queues; each step on its own.
       await runShutdownSteps(
         [
@@ -254,6 +284,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
           ['webhooks queue', () => webhooksQueue.close()],
           ['maintenance queue', () => maintenanceQueue.close()],
           ['intents queue', () => intentsQueue.close()],
+          ['creates queue', () => createsQueue.close()],
           ['metrics', () => metrics.close()],
           ['outbox releases', () => pending.close()],
         ],

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, type Db } from 'mongodb';
 import { Redis } from 'ioredis';
@@ -35,11 +36,11 @@ export class Proc {
     readonly name: string,
     readonly child: ChildProcess,
   ) {
-    const collect = (chunk: Buffer) => {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) this.output.push(line);
-    };
-    child.stdout?.on('data', collect);
-    child.stderr?.on('data', collect);
+    // Whole lines only: a pipe's chunk may end in the middle of a line (a log line
+    // cut in two would match no pattern, nor parse as JSON).
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream) createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => line && this.output.push(line));
+    }
     this.exited = new Promise((resolve) => {
       child.on('exit', (code) => {
         this.exitCode = code;

@@ -53,12 +53,29 @@ test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, 
     bodies.map((body, i) => service.request('POST', PI, { key, body, headers: { 'Idempotency-Key': `wk-${i}` } })),
   );
   // Kill while some jobs are active and others still wait, so some are surely mid-job.
+  // The worker is frozen while its jobs are counted: a loaded machine could otherwise
+  // let it finish them all between the count and the kill.
+  const doomed = service.workers[0]!;
   await until('active and waiting jobs', async () => {
+    doomed.kill('SIGSTOP');
     const counts = await queue.getJobCounts('active', 'waiting');
-    return (counts.active ?? 0) > 0 && (counts.waiting ?? 0) > 0 ? true : undefined;
+    if ((counts.active ?? 0) > 0 && (counts.waiting ?? 0) > 0) return true;
+    doomed.kill('SIGCONT');
+    return undefined;
   });
-  service.workers[0]!.kill('SIGKILL');
-  await service.workers[0]!.exited;
+  doomed.kill('SIGKILL');
+  await doomed.exited;
+  // The hardest case for the replacement: the dead worker's locks have expired and
+  // its jobs are already marked as possibly stalled (as BullMQ's own check marks every
+  // active job), so the replacement's very first check, as it starts, recovers them.
+  // A worker that attached its listeners after that check lost these reports.
+  const r = service.redis();
+  t.teardown(() => r.disconnect());
+  const queueKey = `${service.prefix}:${QUEUES.creates}`;
+  const orphans = await r.lrange(`${queueKey}:active`, 0, -1);
+  t.true(orphans.length > 0, 'the killed worker left active jobs');
+  await until('the killed worker\'s locks to expire', async () => ((await r.exists(...orphans.map((id) => `${queueKey}:${id}:lock`))) === 0 ? true : undefined));
+  await r.sadd(`${queueKey}:stalled`, ...orphans);
   const replacement = await service.startWorker();
   const firstResults = await first;
 
@@ -73,12 +90,15 @@ test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, 
   const withEvent = await db.collection('payment_intents').countDocuments({ project, created_event: { $exists: true } });
   t.is(withEvent, total, 'each object carries its created event');
   const createJobIds = new Set(bodies.map((_, i) => idempotentJobId(scopeHash({ project, livemode: false }, `wk-${i}`))));
-  const stalled = await until('the stalled create jobs to be reported', () =>
-    replacement.output
-      .filter((line) => line.includes('job stalled') && line.includes(`"queue":"${QUEUES.creates}"`))
-      .map((line) => JSON.parse(line) as { job_id?: string })[0],
-  );
-  t.true(createJobIds.has(stalled.job_id ?? ''), `the replacement recovered a create job of the killed worker: ${stalled.job_id}`);
+  const reported = () =>
+    new Set(
+      replacement.output
+        .filter((line) => line.includes('job stalled') && line.includes(`"queue":"${QUEUES.creates}"`))
+        .map((line) => (JSON.parse(line) as { job_id?: string }).job_id ?? ''),
+    );
+  await until('every orphaned create job to be reported stalled', () => (orphans.every((id) => reported().has(id)) ? true : undefined)).catch(() => undefined);
+  t.deepEqual([...reported()].sort(), [...orphans].sort(), 'the replacement reports each job the killed worker held, and no other');
+  t.true(orphans.every((id) => createJobIds.has(id)), 'the orphans are this test\'s create jobs');
 });
 
 test('Redis loses its data (FLUSHALL, then a restart without persistence): a retry replays from MongoDB, no duplicate', async (t) => {
@@ -118,14 +138,18 @@ test('Redis loses its data (FLUSHALL, then a restart without persistence): a ret
 });
 
 test('an expired key creates a new object, and the cleanup job removes expired records', async (t) => {
-  const { service, key, project } = await withService(t, { project: 'expiry', workers: 1, env: { IDEMPOTENCY_TTL_MS: '1500', IDEMPOTENCY_SWEEP_MS: '300' } });
+  // Long enough that the replay comes before the expiry on a loaded machine too:
+  // the record's clock starts when the worker makes it, before the first answer.
+  const ttlMs = 5000;
+  const { service, key, project } = await withService(t, { project: 'expiry', workers: 1, env: { IDEMPOTENCY_TTL_MS: String(ttlMs), IDEMPOTENCY_SWEEP_MS: '300' } });
   const headers = { 'Idempotency-Key': 'short-lived' };
   const first = await service.request('POST', PI, { key, body: { amount: 5 }, headers });
   t.is(first.status, 200);
+  const answeredAt = Date.now();
   const replay = await service.request('POST', PI, { key, body: { amount: 5 }, headers });
   t.is(replay.headers.get('idempotent-replayed'), 'true');
 
-  await sleep(1800);
+  await sleep(answeredAt + ttlMs + 300 - Date.now());
   const second = await service.request('POST', PI, { key, body: { amount: 5 }, headers });
   t.is(second.status, 200, second.text);
   t.is(second.headers.get('idempotent-replayed'), null);
