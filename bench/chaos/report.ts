@@ -22,7 +22,13 @@ export interface ChaosReport {
   confirms: ConfirmFigures | null;
   throughput: { baselinePerS: number; recoveries: Recovery[]; perSecond: number[] };
   faults: InjectedFault[];
-  requests: { total: number; outcomes: Record<string, number>; latencyMs: { p50: number; p99: number; max: number } };
+  requests: {
+    total: number;
+    outcomes: Record<string, number>;
+    /** The outcomes of the requests sent in each second of the run (JSON only): what the clients met when throughput fell. */
+    outcomesPerSecond: Array<Record<string, number>>;
+    latencyMs: { p50: number; p99: number; max: number };
+  };
   /** Commands FerretDB was sent during the run, by name (when the run started FerretDB); includes retries and sweeps. */
   mongoCommands: Record<string, number> | null;
   cpu: CpuFigures;
@@ -37,19 +43,24 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
-export function requestFigures(keys: KeyRecord[]): ChaosReport['requests'] {
+export function requestFigures(keys: KeyRecord[], startMs: number): ChaosReport['requests'] {
   const outcomes: Record<string, number> = {};
+  const outcomesPerSecond: Array<Record<string, number>> = [];
   const latencies: number[] = [];
   let total = 0;
   for (const record of keys) {
     for (const attempt of [...record.attempts, ...(record.replay?.attempts ?? [])]) {
       total++;
       outcomes[attempt.outcome] = (outcomes[attempt.outcome] ?? 0) + 1;
+      const second = Math.max(0, Math.floor((attempt.sentMs - startMs) / 1000));
+      for (let s = outcomesPerSecond.length; s <= second; s++) outcomesPerSecond.push({});
+      const bucket = outcomesPerSecond[second] as Record<string, number>;
+      bucket[attempt.outcome] = (bucket[attempt.outcome] ?? 0) + 1;
       if (attempt.outcome === '200') latencies.push(attempt.durationMs);
     }
   }
   latencies.sort((a, b) => a - b);
-  return { total, outcomes, latencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies.at(-1) ?? 0 } };
+  return { total, outcomes, outcomesPerSecond, latencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies.at(-1) ?? 0 } };
 }
 
 /** The log tally, most frequent first, as a plain object. */

@@ -219,6 +219,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
         await outbox.close();
       }
     }
+    if (options.confirmFraction > 0) await waitForConfirmedIntents(mongoUrl, dbName, load.keys, giveUpMs);
   } finally {
     clearInterval(ticker);
   }
@@ -264,7 +265,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
         perSecond: successSeries(load.keys, startMs, 1000, options.durationS + 10),
       },
       faults: faults.sort((a, b) => a.atS - b.atS).map((f) => ({ ...f, atS: Math.round(f.atS * 10) / 10 })),
-      requests: requestFigures(load.keys),
+      requests: requestFigures(load.keys, startMs),
       mongoCommands: commands,
       cpu: cpuFigures,
       toolLag,
@@ -317,3 +318,28 @@ async function runCleanup(cleanup: Cleanup): Promise<void> {
 }
 
 process.exit(await main());
+
+/**
+ * Waits until every confirmed intent has left the attempt (`requires_action`,
+ * `processing`): its operator's answer is a delayed job, and one that a Redis rollback
+ * lost comes back only with the lifecycle's sweeper (INTENTS_SWEEP_INTERVAL_MS).
+ */
+async function waitForConfirmedIntents(mongoUrl: string, dbName: string, keys: Load['keys'], giveUpMs: number): Promise<void> {
+  const ids = keys.flatMap((k) => (k.confirm?.answer && k.answer ? [k.answer.id] : []));
+  if (ids.length === 0) return;
+  const client = new MongoClient(mongoUrl);
+  const startedMs = Date.now();
+  try {
+    const intents = client.db(dbName).collection<{ _id: string; status: string }>('payment_intents');
+    let pending = ids.length;
+    while (Date.now() < giveUpMs) {
+      pending = await intents.countDocuments({ _id: { $in: ids }, status: { $in: ['requires_action', 'processing'] } }).catch(() => pending);
+      if (pending === 0) break;
+      await sleep(2000);
+    }
+    progress(`confirmed intents: ${pending === 0 ? 'all' : `${ids.length - pending}/${ids.length}`} past their attempt after ${Math.round((Date.now() - startedMs) / 1000)} s more`);
+  } finally {
+    await client.close();
+  }
+}
+

@@ -13,7 +13,8 @@ import type { Db } from 'mongodb';
 import { createdEventId } from '../../common/events.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import type { InjectedFault } from './faults.js';
-import { madeBefore, type KeyRecord } from './load.js';
+import { idTime } from '../../common/ids.js';
+import { madeBefore, type Attempt, type KeyRecord } from './load.js';
 import type { VerifyingReceiver } from './receiver.js';
 
 export interface Verdict {
@@ -120,8 +121,27 @@ export interface ReplayFigures {
   /** First answers to a key whose object an earlier request made, flagged or not. */
   firstAnswersMadeEarlier: number;
   firstAnswersFlagged: number;
-  /** Answers flagged as replays whose object was made by that very request: must be 0. */
+  /**
+   * First answers flagged as replays whose object was made by that very request: must
+   * be 0. (Made after the request was sent, with no earlier request of the key that
+   * the client abandoned while the server may have gone on with it.)
+   */
   wronglyFlagged: number;
+  /** First answers flagged whose object was made after them by an abandoned earlier request (rightly flagged). */
+  flaggedAfterAbandoned: number;
+  /** Up to five keys behind either count, with their attempts: what to look at. */
+  flaggedLateExamples: Array<{ key: string; objectMs: number; attempts: Attempt[] }>;
+}
+
+/**
+ * Whether an earlier request of the key may still have been running on the server
+ * when this one was sent: the client gave up waiting (timeout), but the api went on,
+ * and may have made the object only then, after this request was sent. That request's
+ * object makes this answer a replay, rightly flagged, though made after it was sent.
+ * (A refused or reset connection never reached, or died with, its api.)
+ */
+function earlierMayStillRun(attempts: Attempt[], sentMs: number): boolean {
+  return attempts.some((a) => a.sentMs < sentMs && (a.outcome === 'timeout' || a.outcome.startsWith('network error')));
 }
 
 export function checkReplays(keys: KeyRecord[]): { verdict: Verdict; figures: ReplayFigures } {
@@ -133,13 +153,19 @@ export function checkReplays(keys: KeyRecord[]): { verdict: Verdict; figures: Re
     firstAnswersMadeEarlier: 0,
     firstAnswersFlagged: 0,
     wronglyFlagged: 0,
+    flaggedAfterAbandoned: 0,
+    flaggedLateExamples: [],
   };
   for (const record of keys) {
     const first = record.answer;
     if (first) {
       if (madeBefore(first)) figures.firstAnswersMadeEarlier++;
       if (first.replayed) figures.firstAnswersFlagged++;
-      if (first.replayed && !madeBefore(first)) figures.wronglyFlagged++;
+      if (first.replayed && !madeBefore(first)) {
+        if (earlierMayStillRun(record.attempts, first.sentMs)) figures.flaggedAfterAbandoned++;
+        else figures.wronglyFlagged++;
+        if (figures.flaggedLateExamples.length < 5) figures.flaggedLateExamples.push({ key: record.key, objectMs: idTime(first.id), attempts: record.attempts });
+      }
     }
     if (!record.replay) continue;
     figures.replaysSent++;
@@ -156,7 +182,8 @@ export function checkReplays(keys: KeyRecord[]): { verdict: Verdict; figures: Re
     figures.wronglyFlagged === 0;
   const detail =
     `${figures.replaysFlagged}/${figures.replaysSent} replays flagged Idempotent-Replayed (${figures.replaysIdentical} byte-identical, ` +
-    `${figures.replaysAnswered} answered); ${figures.firstAnswersFlagged} first answers flagged, ${figures.wronglyFlagged} wrongly`;
+    `${figures.replaysAnswered} answered); ${figures.firstAnswersFlagged} first answers flagged, ${figures.wronglyFlagged} wrongly` +
+    (figures.flaggedAfterAbandoned ? ` (${figures.flaggedAfterAbandoned} made after them by a request the client had given up on)` : '');
   return { verdict: { name: 'every replay flagged', pass, detail }, figures };
 }
 
