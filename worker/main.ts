@@ -135,7 +135,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   // Attempts are recorded after their POST, where no client waits: a longer window
   // than the creates' gathers more of them into each commit.
   const attempts = new InsertBatcher({ maxDocs: 64, waitMs: ATTEMPT_BATCH_WAIT_MS, gate: writes });
-  const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots, attempts };
+  const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots, attempts, redis: redis.commands, prefix };
   const endpointDeps: EndpointMutationDeps = { ...createDeps, webhooksQueue, config: config.webhooks, deliver: deliverDeps, ids, logger };
 
   const creates = startTypedWorker(

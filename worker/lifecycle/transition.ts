@@ -6,7 +6,7 @@
  *   jobs cannot both apply; the loser reads the intent again and decides again
  *   (a cancel that lost to a success is then refused, an operator answer that lost
  *   to a cancel is dropped as late). Read, decision and update are made under the
- *   intent's lock (intent-lock.ts): FerretDB does not make a conditional update
+ *   intent's lock (../record-lock.ts): FerretDB does not make a conditional update
  *   atomic, so racing transitions take turns there.
  * - The same update pushes a `history` entry: the mutation's id, its answer, its
  *   event and its delayed jobs. So the event is recorded atomically with the change,
@@ -30,7 +30,7 @@ import type { Redis } from 'ioredis';
 import type { Decision } from './decide.js';
 import { freezeCreateAnswer } from '../processors/mutation.js';
 import { scheduleFollowUps } from './follow-ups.js';
-import { IntentLock, intentLockKey } from './intent-lock.js';
+import { RecordLock, intentLockKey } from '../record-lock.js';
 import type { Gate } from './write-gate.js';
 import { retryInfrastructure } from '../../common/retry.js';
 
@@ -90,7 +90,7 @@ export async function transition(
   mutation: Mutation,
   decide: (doc: PaymentIntentDoc) => Decision,
 ): Promise<TransitionResult> {
-  const lock = new IntentLock(deps.redis, intentLockKey(deps.prefix, mutation.target));
+  const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, mutation.target));
   await lock.acquire();
   let result: TransitionResult;
   try {
@@ -107,7 +107,7 @@ async function decideAndApply(
   deps: TransitionDeps,
   mutation: Mutation,
   decide: (doc: PaymentIntentDoc) => Decision,
-  lock: IntentLock,
+  lock: RecordLock,
 ): Promise<TransitionResult> {
   const c = deps.collections.paymentIntents;
   for (let race = 0; race < MAX_RACES; race++) {

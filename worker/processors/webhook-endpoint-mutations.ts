@@ -43,6 +43,7 @@ import { freezeCreateAnswer, mutationId, notFound, runMutation, type Answer, typ
 import { sendAttempt, type DeliverDeps } from '../webhooks/deliver.js';
 import { loadEvent } from '../webhooks/load-event.js';
 import { markScopeHooked } from '../webhooks/subscriptions.js';
+import { endpointLockKey, withRecordLock } from '../record-lock.js';
 
 export interface EndpointMutationDeps extends MutationDeps {
   webhooksQueue: TypedQueue<'webhooks'>;
@@ -60,13 +61,26 @@ async function load(deps: EndpointMutationDeps, data: Data): Promise<WebhookEndp
   return findByIdInScope(deps.collections.webhookEndpoints, data.target, data);
 }
 
-function run(deps: EndpointMutationDeps, job: Job<Data>, apply: (doc: WebhookEndpointDoc) => Promise<Answer>, onMissing?: () => Answer): Promise<CreateJobResult> {
+interface RunOptions {
+  onMissing?: () => Answer;
+  /**
+   * The change writes the endpoint's document: its read and write are made under the
+   * endpoint's lock (../record-lock.ts), which deliveries take too when they note a
+   * failure run. On FerretDB, an update replaces the whole document it read.
+   */
+  writes?: boolean;
+}
+
+function run(deps: EndpointMutationDeps, job: Job<Data>, apply: (doc: WebhookEndpointDoc) => Promise<Answer>, options: RunOptions = {}): Promise<CreateJobResult> {
   const data = job.data;
-  return runMutation(deps, String(job.id), data, async () => {
+  const change = async (): Promise<Answer> => {
     const doc = await load(deps, data);
-    if (!doc) return onMissing?.() ?? notFound(data, 'webhook_endpoint');
+    if (!doc) return options.onMissing?.() ?? notFound(data, 'webhook_endpoint');
     return apply(doc);
-  });
+  };
+  return runMutation(deps, String(job.id), data, () =>
+    options.writes ? withRecordLock(deps.redis, endpointLockKey(deps.prefix, data.target), change) : change(),
+  );
 }
 
 function metadataTooLarge(data: UpdateWebhookEndpointData, keys: number): Answer {
@@ -100,7 +114,7 @@ export function updateWebhookEndpoint(deps: EndpointMutationDeps, job: Job<Updat
     if (set.enabled_events) await markScopeHooked(deps.redis, deps.prefix, doc, set.enabled_events);
     if (Object.keys(set).length > 0) await deps.collections.webhookEndpoints.updateOne({ _id: doc._id }, { $set: set });
     return { status: 200, body: present({ ...doc, ...set }) };
-  });
+  }, { writes: true });
 }
 
 export function deleteWebhookEndpoint(deps: EndpointMutationDeps, job: Job<WebhookEndpointMutationData>): Promise<CreateJobResult> {
@@ -117,7 +131,7 @@ export function deleteWebhookEndpoint(deps: EndpointMutationDeps, job: Job<Webho
       return deleted;
     },
     // The api saw it before enqueueing: gone now means this job (or another delete) removed it.
-    () => deleted,
+    { onMissing: () => deleted, writes: true },
   );
 }
 
@@ -142,7 +156,7 @@ export function rotateWebhookSecret(deps: EndpointMutationDeps, job: Job<RotateW
       throw new Error(`webhook endpoint ${doc._id}: rotated concurrently; retrying`);
     }
     return { status: 200, body: present({ ...doc, ...set }, true) };
-  });
+  }, { writes: true });
 }
 
 function redeliveryOptions(config: WebhookConfig, eventId: string, endpointId: string, data: ResendWebhookEventData | RecoverWebhookEventsData) {

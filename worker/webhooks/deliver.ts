@@ -35,6 +35,7 @@
  *   disables it too.
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { WebhookConfig } from '../../common/config.js';
 import { ALL_EVENTS } from '../../common/events.js';
 import type { IdGenerator } from '../../common/ids.js';
@@ -46,6 +47,7 @@ import { isForbiddenAddress } from '../../common/net.js';
 import { retryInfrastructure } from '../../common/retry.js';
 import { signingSecrets, webhookHeaders } from '../../common/webhooks/sign.js';
 import type { InsertBatcher } from '../group-commit.js';
+import { endpointLockKey, withRecordLock } from '../record-lock.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import { postWebhook, type PostResult } from './http.js';
 import { loadEvent } from './load-event.js';
@@ -63,6 +65,9 @@ export interface DeliverDeps {
   now: () => number;
   ids: IdGenerator;
   slots: EndpointSlots;
+  /** Where the endpoints' locks are kept (../record-lock.ts). */
+  redis: Redis;
+  prefix: string;
   /**
    * Group commit for the attempts' records: every delivery writes one, and on
    * SQLite (FerretDB) each write is a commit on the database's one writer.
@@ -186,9 +191,11 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>, inSlot: 
   if (outcome.error === null) {
     // Only an endpoint that was failing has a run to clear: no write on the common path.
     if (endpoint.failing_since !== null) {
-      await retryInfrastructure(
-        () => c.webhookEndpoints.updateOne({ _id: endpointId, failing_since: { $ne: null } }, { $set: { failing_since: null } }),
-        STEP_RETRY,
+      await withEndpointLock(deps, endpointId, () =>
+        retryInfrastructure(
+          () => c.webhookEndpoints.updateOne({ _id: endpointId, failing_since: { $ne: null } }, { $set: { failing_since: null } }),
+          STEP_RETRY,
+        ),
       );
     }
     deps.logger.info({ ...logFields, duration_ms: outcome.durationMs }, 'webhook delivered');
@@ -200,11 +207,11 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>, inSlot: 
     'webhook attempt failed',
   );
   if (outcome.http_status === 410) {
-    await disable(c, endpoint, 'gone');
+    await withEndpointLock(deps, endpointId, () => disable(c, endpoint, 'gone'));
     deps.logger.warn({ endpoint_id: endpointId }, 'webhook endpoint answered 410 Gone: disabled');
     throw new UnrecoverableError('endpoint answered 410 Gone; it is now disabled');
   }
-  if (await failingTooLong(deps, endpoint, deps.now())) {
+  if (await withEndpointLock(deps, endpointId, () => failingTooLong(deps, endpoint, deps.now()))) {
     deps.logger.warn({ endpoint_id: endpointId }, 'webhook endpoint failing for too long: disabled');
     throw new UnrecoverableError('endpoint has been failing for too long; it is now disabled');
   }
@@ -269,6 +276,15 @@ export async function sendAttempt(
     STEP_RETRY,
   );
   return { record, outcome, result };
+}
+
+/**
+ * A write to the endpoint's document, under its lock (../record-lock.ts): on FerretDB
+ * an update replaces the whole document it read, so a failure noted while the
+ * merchant changes the endpoint would otherwise put the old fields back.
+ */
+function withEndpointLock<T>(deps: DeliverDeps, endpointId: string, write: () => Promise<T>): Promise<T> {
+  return withRecordLock(deps.redis, endpointLockKey(deps.prefix, endpointId), write);
 }
 
 function subscribes(endpoint: WebhookEndpointDoc, type: string): boolean {

@@ -56,7 +56,8 @@ test('a new url applies to the pending retry of an earlier event: the retry land
   t.is(updated.status, 200, updated.text);
   t.like(updated.body, { id: endpoint.id, object: 'webhook_endpoint', url: receiver.url(b), status: 'enabled' });
   t.false('secret' in updated.body, 'an update never shows the secret');
-  t.deepEqual((await retrieveEndpoint(service, key, endpoint.id)).body, updated.body, 'the answer is the endpoint as stored');
+  const stored = await retrieveEndpoint(service, key, endpoint.id);
+  t.deepEqual(stored.body, updated.body, `the answer is the endpoint as stored: ${stored.status} ${stored.text}`);
 
   await fireRetry(queue, eventId, endpoint.id);
   const [retried] = await receiver.waitFor(b);
@@ -78,6 +79,37 @@ test('a new url applies to the pending retry of an earlier event: the retry land
   const onB = await receiver.waitFor(b, 2);
   t.is(onB[1]!.headers['webhook-id'], later.eventId, 'new events go to the new url too');
   t.is(receiver.received(a).length, 1);
+});
+
+test("a delivery's failure note and the merchant's change take turns under the endpoint's lock: the new url is never written over", async (t) => {
+  // On FerretDB an update replaces the whole document it read: unguarded, a failure
+  // noted while the url changes could put the old url back (worker/record-lock.ts).
+  const project = uniqueName('lockturns');
+  const key = await service.issueKey(project);
+  const [a, b] = [`/${project}/a`, `/${project}/b`];
+  receiver.on(a, () => ({ status: 500 }));
+  const endpoint = await createEndpoint(service, key, receiver.url(a));
+  const redis = service.redis();
+  t.teardown(() => redis.disconnect());
+  const lockKey = `${service.prefix}:endpoint-lock:${endpoint.id}`;
+  await redis.set(lockKey, 'held by the test', 'PX', 60_000);
+
+  await createPaymentIntent(service, key);
+  await receiver.waitFor(a);
+  await sleep(500);
+  t.is((await endpointDoc(endpoint.id))?.failing_since, null, 'the failure is noted only under the lock');
+  const update = manage(service, key, 'POST', endpoint.id, '', { body: { url: receiver.url(b) } });
+  t.is(await Promise.race([update.then(() => 'answered'), sleep(1000).then(() => 'waiting')]), 'waiting', 'the change waits for the lock too');
+
+  await redis.del(lockKey);
+  const updated = await update;
+  t.is(updated.status, 200, updated.text);
+  const noted = await until('the failure run to start', async () => {
+    const doc = await endpointDoc(endpoint.id);
+    return doc?.failing_since ? doc : undefined;
+  });
+  t.is(noted.url, receiver.url(b), 'both writes kept');
+  t.is((await retrieveEndpoint(service, key, endpoint.id)).body.url, receiver.url(b));
 });
 
 test('new enabled_events apply to new events and to the pending retry of an earlier one', async (t) => {

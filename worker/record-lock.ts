@@ -1,35 +1,39 @@
 /**
- * One transition of a payment intent at a time, across every worker process: a
- * Redis lock per intent, held from the read of the intent to its conditional update.
+ * One writer of a stored record at a time, across every worker process: a Redis
+ * lock per record, held from its read to its update. Payment intents take it for
+ * each transition (lifecycle/transition.ts); webhook endpoints for each change, the
+ * merchant's (update, delete, rotation) and the deliveries' (a failure run starting
+ * or ending, a disable).
  *
  * Why a lock when the update is conditional: on MongoDB the filter and the write of
  * an update are one atomic step, and the condition alone decides a race. FerretDB
- * 1.x (the local stack's server) reads the matching document, then replaces it by
- * `_id`; two updates with the same filter sent at once both match, both are
- * answered `matchedCount: 1`, and the last write wins. A cancel racing an operator's
- * answer would then both apply (two events, one of them describing a state the
- * intent never kept). The lock makes racing transitions take turns; the conditional
- * update stays the guarantee wherever the lock does not hold (it expired while its
- * holder stalled, Redis lost it).
+ * 1.x (the local stack's server) reads the matching document, then replaces the
+ * whole of it by `_id`; two updates sent at once both match, both are answered
+ * `matchedCount: 1`, and the last write wins, even when they set different fields.
+ * A cancel racing an operator's answer would both apply (two events, one of them
+ * describing a state the intent never kept); a delivery noting a failure while the
+ * merchant changes the endpoint's url would put the old url back. The lock makes
+ * racing writes take turns; the conditional update stays the guarantee wherever the
+ * lock does not hold (it expired while its holder stalled, Redis lost it).
  *
  * The lock expires by itself (`ttlMs`) unless its holder renews it: a live holder
  * renews it every third of that while it waits (the write gate, a slow database), so
- * only a worker that died lets it expire, delaying that intent's next transition by
- * at most `ttlMs`. It is checked once more right before the update, so a holder that
- * lost it anyway (Redis failed over, the process stalled) never writes under a lock
- * that another has taken since.
+ * only a worker that died lets it expire, delaying that record's next write by at
+ * most `ttlMs`. A transition checks it once more right before its update, so a
+ * holder that lost it anyway (Redis failed over, the process stalled) never writes
+ * under a lock that another has taken since.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
-export interface IntentLockOptions {
+export interface RecordLockOptions {
   /** How long the lock lives unless renewed. */
   ttlMs: number;
   /** How long to wait for it before giving up (the job is retried then). */
   waitMs: number;
 }
 
-export const INTENT_LOCK: IntentLockOptions = { ttlMs: 10_000, waitMs: 30_000 };
+export const RECORD_LOCK: RecordLockOptions = { ttlMs: 10_000, waitMs: 30_000 };
 
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
@@ -38,16 +42,31 @@ export function intentLockKey(prefix: string, paymentIntent: string): string {
   return `${prefix}:intent-lock:${paymentIntent}`;
 }
 
+export function endpointLockKey(prefix: string, endpoint: string): string {
+  return `${prefix}:endpoint-lock:${endpoint}`;
+}
+
+/** Runs `work` holding the lock at `key`; throws (a retryable fault) if it stays taken past `waitMs`. */
+export async function withRecordLock<T>(redis: Redis, key: string, work: () => Promise<T>, options: RecordLockOptions = RECORD_LOCK): Promise<T> {
+  const lock = new RecordLock(redis, key, options);
+  await lock.acquire();
+  try {
+    return await work();
+  } finally {
+    await lock.release();
+  }
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-export class IntentLock {
+export class RecordLock {
   private token = '';
   private heartbeat: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly redis: Redis,
     private readonly key: string,
-    private readonly options: IntentLockOptions = INTENT_LOCK,
+    private readonly options: RecordLockOptions = RECORD_LOCK,
   ) {}
 
   /** Waits until this holder has the lock; throws after `waitMs` (an infrastructure fault: the job is retried). */
