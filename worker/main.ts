@@ -191,7 +191,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     async (job) => {
       switch (job.name) {
         case JOBS.sweepIdempotency:
-          return sweepIdempotency(collections, now());
+          return sweepIdempotency({ collections, redis: redis.commands, prefix }, now());
         case JOBS.sweepIntents:
           return sweepIntents({ collections, intentsQueue }, now());
         case JOBS.sweepEvents:

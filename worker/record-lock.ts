@@ -25,6 +25,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { Collection } from 'mongodb';
 
 export interface RecordLockOptions {
   /** How long the lock lives unless renewed. */
@@ -44,6 +45,40 @@ export function intentLockKey(prefix: string, paymentIntent: string): string {
 
 export function endpointLockKey(prefix: string, endpoint: string): string {
   return `${prefix}:endpoint-lock:${endpoint}`;
+}
+
+/**
+ * The lock of a stored object by its collection's name: payment intents and webhook
+ * endpoints, the objects that more than one kind of job writes.
+ */
+export function objectLockKey(prefix: string, collection: string, id: string): string {
+  switch (collection) {
+    case 'payment_intents':
+      return intentLockKey(prefix, id);
+    case 'webhook_endpoints':
+      return endpointLockKey(prefix, id);
+    default:
+      return `${prefix}:${collection}-lock:${id}`;
+  }
+}
+
+/**
+ * Frees an expired idempotency key held by an object (removes its unique `idem`),
+ * under the object's lock: on FerretDB the update writes the whole document back,
+ * and would undo a transition or an endpoint change made meanwhile. The filter names
+ * `_id` alone (anything more is a scan on FerretDB): a key that has expired stays
+ * expired, and only this frees it. True when this call freed it.
+ */
+export async function freeExpiredKey(
+  redis: Redis,
+  prefix: string,
+  collection: Collection<{ _id: string }>,
+  id: string,
+): Promise<boolean> {
+  const updated = await withRecordLock(redis, objectLockKey(prefix, collection.collectionName, id), () =>
+    collection.updateOne({ _id: id }, { $unset: { idem: '' } }),
+  );
+  return updated.modifiedCount > 0;
 }
 
 /** Runs `work` holding the lock at `key`; throws (a retryable fault) if it stays taken past `waitMs`. */

@@ -1,12 +1,16 @@
 /**
  * The record lock (worker/record-lock.ts) against a real Redis and FerretDB: racing
  * writers of one document take turns, so neither's fields are lost, though FerretDB
- * replaces the whole document it read on every update.
+ * replaces the whole document it read on every update; the idempotency sweep takes
+ * each object's lock too.
  */
 import test from 'ava';
 import { MongoClient } from 'mongodb';
 import { Redis } from 'ioredis';
-import { withRecordLock } from '../../worker/record-lock.js';
+import type { PaymentIntentDoc } from '../../common/documents.js';
+import { collections as collectionsOf } from '../../common/mongo.js';
+import { sweepIdempotency } from '../../worker/processors/sweep-idempotency.js';
+import { intentLockKey, withRecordLock } from '../../worker/record-lock.js';
 import { stackUrls, uniqueName } from '../helpers/service.js';
 
 interface Doc {
@@ -84,4 +88,36 @@ test.serial('a holder keeps others out until it releases; a dead holder\'s lock 
   const startedMs = Date.now();
   await withRecordLock(redis, key, async () => undefined, { ttlMs: 1000, waitMs: 5000 });
   t.true(Date.now() - startedMs >= 200, 'taken only once the dead holder\'s lock expired');
+});
+
+test.serial("the idempotency sweep frees each expired key under its object's lock: a transition made meanwhile is kept", async (t) => {
+  const prefix = uniqueName('sweep');
+  const db = client.db(dbName);
+  const collections = collectionsOf(db);
+  const now = Date.now();
+  const base = { project: prefix, livemode: false, status: 'requires_payment_method' };
+  await collections.paymentIntents.insertMany([
+    { ...base, _id: `${prefix}_expired`, idem: `${prefix}-k1`, idem_expires_at: now - 1000 },
+    { ...base, _id: `${prefix}_busy`, idem: `${prefix}-k2`, idem_expires_at: now - 1000 },
+    { ...base, _id: `${prefix}_fresh`, idem: `${prefix}-k3`, idem_expires_at: now + 60_000 },
+  ] as unknown as PaymentIntentDoc[]);
+  // A transition of the busy intent holds its lock.
+  const lockKey = intentLockKey(prefix, `${prefix}_busy`);
+  await redis.set(lockKey, 'a transition', 'PX', 30_000);
+  let swept = false;
+  const sweep = sweepIdempotency({ collections, redis, prefix }, now).then((result) => {
+    swept = true;
+    return result;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  t.false(swept, 'the sweep waits for the busy intent');
+  await collections.paymentIntents.updateOne({ _id: `${prefix}_busy` }, { $set: { status: 'succeeded' } });
+  await redis.del(lockKey);
+  const { freed } = await sweep;
+  t.true(freed >= 2);
+  const docs = new Map((await collections.paymentIntents.find({ project: prefix }).toArray()).map((d) => [d._id, d]));
+  t.is(docs.get(`${prefix}_expired`)?.idem, undefined, 'an expired key is freed');
+  t.is(docs.get(`${prefix}_busy`)?.idem, undefined);
+  t.is(docs.get(`${prefix}_busy`)?.status, 'succeeded', 'the transition made under the lock is kept');
+  t.is(docs.get(`${prefix}_fresh`)?.idem, `${prefix}-k3`, 'a live key stays');
 });

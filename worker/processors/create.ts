@@ -21,7 +21,7 @@
  * - Infrastructure faults are thrown, so BullMQ retries the job; they are never
  *   recorded as the request's result.
  */
-import type { Collection, Filter, UpdateFilter } from 'mongodb';
+import type { Collection, Filter } from 'mongodb';
 import type { Redis } from 'ioredis';
 import { errorBody, type ErrorDetail } from '../../common/errors.js';
 import { encodeDone, recordPointer, redisKey } from '../../common/idempotency.js';
@@ -30,6 +30,7 @@ import type { IdempotencyFields } from '../../common/documents.js';
 import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
 import type { InsertBatcher } from '../group-commit.js';
+import { freeExpiredKey } from '../record-lock.js';
 
 export interface CreateDeps {
   collections: Collections;
@@ -140,7 +141,7 @@ async function insertOnce<D extends Stored>(
       if (holder) {
         if (!ours && (holder.idem_expires_at ?? 0) <= deps.now()) {
           // Expired, and the sweeper has not freed it yet: free it and try again.
-          await spec.collection.updateOne({ _id: holder._id, idem: idem.scopeHash } as Filter<D>, { $unset: { idem: '' } } as unknown as UpdateFilter<D>);
+          await freeExpiredKey(deps.redis, deps.prefix, spec.collection as unknown as Collection<{ _id: string }>, holder._id);
           continue;
         }
         if (holder.idem_fp !== idem.fingerprint) return { reused: true };
