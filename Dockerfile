@@ -14,7 +14,10 @@ COPY tsconfig.json ./
 COPY common common
 COPY api api
 COPY worker worker
-RUN npx tsc -p tsconfig.json
+COPY scripts/bundle.mjs scripts/bundle.mjs
+COPY scripts/lib/bundle.mjs scripts/lib/bundle.mjs
+# tsc, then one bundled file per process (scripts/lib/bundle.mjs)
+RUN npm run build
 
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
@@ -34,5 +37,5 @@ COPY --from=prod-deps /app/node_modules node_modules
 COPY --from=build /app/dist dist
 USER node
 EXPOSE 3000
-# The api by default; the worker service runs `node dist/worker/main.js`.
-CMD ["node", "dist/api/main.js"]
+# The api by default; the worker service runs `node dist/bundle/worker.mjs`.
+CMD ["node", "dist/bundle/api.mjs"]

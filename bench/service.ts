@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import type { MongoClient } from 'mongodb';
+import { BUNDLES } from '#scripts/lib/build.mjs';
 import { freePort } from '#scripts/lib/net.mjs';
 import { progress } from './progress.js';
 import { PROJECT, ROOT, settings } from './settings.js';
@@ -26,7 +27,7 @@ export class Child {
     entry: string,
     env: Record<string, string>,
   ) {
-    this.child = spawn(process.execPath, [path.join(ROOT, 'dist', entry)], {
+    this.child = spawn(process.execPath, [path.join(ROOT, entry)], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -157,8 +158,8 @@ export async function startService(mongo: MongoClient, group: string, workerCoun
     ...extraEnv,
   };
   const baseUrl = `http://127.0.0.1:${port}`;
-  const api = new Child('api', 'api/main.js', env);
-  const workers = Array.from({ length: workerCount }, (_, i) => new Child(`worker${i + 1}`, 'worker/main.js', env));
+  const api = new Child('api', BUNDLES.api, env);
+  const workers = Array.from({ length: workerCount }, (_, i) => new Child(`worker${i + 1}`, BUNDLES.worker, env));
   const stop = async () => {
     await Promise.all([api, ...workers].map((c) => c.stop()));
     await mongo.db(dbName).dropDatabase().catch(() => undefined);

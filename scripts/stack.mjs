@@ -6,7 +6,7 @@
 // Plain Node ESM with builtins only: it must work before `npm ci` has ever run.
 
 export { FERRETDB_MODULE, FERRETDB_VERSION, findFerretDB, findRedisServer, which } from './lib/binaries.mjs';
-export { ROOT, ensureBuild, ensureNodeModules } from './lib/build.mjs';
+export { BUNDLES, ROOT, ensureBuild, ensureNodeModules } from './lib/build.mjs';
 export { freePort } from './lib/net.mjs';
 export { clearPidFile, reapStale, reapStaleTempStacks, recordChild } from './lib/pid-files.mjs';
 export { startFerretDB, startRedis, startStack } from './lib/servers.mjs';

@@ -86,8 +86,8 @@ test('mongo is the official image 7 or 8; redis 7 is append-only and never evict
 });
 
 test('api and worker run the compiled entry points from the runtime image', (t) => {
-  t.deepEqual(services.api?.command, ['node', 'dist/api/main.js']);
-  t.deepEqual(services.worker?.command, ['node', 'dist/worker/main.js']);
+  t.deepEqual(services.api?.command, ['node', 'dist/bundle/api.mjs']);
+  t.deepEqual(services.worker?.command, ['node', 'dist/bundle/worker.mjs']);
   for (const name of ['api', 'worker']) {
     const entry = (services[name]?.command as string[])[1] as string;
     t.true(existsSync(path.join(root, entry)), `${entry} is what the build produces`);
@@ -159,6 +159,13 @@ test('the Dockerfile builds with dev dependencies and runs with production ones,
   }
   t.deepEqual([...stages.keys()].sort(), ['build', 'loadtest', 'prod-deps', 'runtime']);
   t.regex(stages.get('build') ?? '', /RUN npm ci --no-audit/);
+  // The processes run from the bundles that npm run build makes; the context lets in the two files it needs.
+  t.regex(stages.get('build') ?? '', /^RUN npm run build$/m);
+  const dockerignore = readFileSync(path.join(root, '.dockerignore'), 'utf8');
+  for (const file of ['scripts/bundle.mjs', 'scripts/lib/bundle.mjs']) {
+    t.true(dockerignore.includes(`!${file}`), `${file} reaches the build`);
+    t.regex(stages.get('build') ?? '', new RegExp(`^COPY ${file} ${file}$`, 'm'));
+  }
   t.regex(stages.get('prod-deps') ?? '', /RUN npm ci --omit=dev/);
   const runtime = stages.get('runtime') ?? '';
   t.regex(runtime, /COPY --from=prod-deps \/app\/node_modules node_modules/);

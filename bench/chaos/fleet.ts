@@ -1,11 +1,12 @@
 /**
- * The api and worker processes of a chaos run (compiled, from dist/): started on
+ * The api and worker processes of a chaos run (the bundles of dist/): started on
  * fixed ports, killed with SIGKILL and started again, their output appended to one
  * log file per slot and tallied by level and message, for the report.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { BUNDLES } from '#scripts/lib/build.mjs';
 import { ROOT } from '../settings.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -145,7 +146,7 @@ export interface FleetOptions {
   workers: number;
   apiPorts: number[];
   env: Record<string, string>;
-  /** Where the compiled api/main.js and worker/main.js are. */
+  /** The build to run: its bundles (bundle/api.mjs, bundle/worker.mjs), or in an older build without them, api/main.js and worker/main.js. */
   dist: string;
   logDir: string;
 }
@@ -156,11 +157,13 @@ export class Fleet {
   readonly tally: LogTally = new Map();
 
   constructor(readonly options: FleetOptions) {
+    const entry = (bundle: string, compiled: string) => (fs.existsSync(path.join(options.dist, bundle)) ? bundle : compiled);
+    const [api, worker] = [entry(path.relative('dist', BUNDLES.api), 'api/main.js'), entry(path.relative('dist', BUNDLES.worker), 'worker/main.js')];
     this.apis = options.apiPorts.map(
       (port, i) =>
         new Slot(
           `api${i + 1}`,
-          'api/main.js',
+          api,
           { ...options.env, PORT: String(port) },
           path.join(options.logDir, `api${i + 1}.log`),
           this.tally,
@@ -171,7 +174,7 @@ export class Fleet {
     this.workers = Array.from(
       { length: options.workers },
       (_, i) =>
-        new Slot(`worker${i + 1}`, 'worker/main.js', options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally, /worker started/, options.dist),
+        new Slot(`worker${i + 1}`, worker, options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally, /worker started/, options.dist),
     );
   }
 

@@ -12,6 +12,12 @@ import { log } from './log.mjs';
 /** The project directory (holding package.json); commands run there. */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * The api and worker as `node` runs them, relative to ROOT: one bundled file each
+ * (bundle.mjs), made by ensureBuild and `npm run build`.
+ */
+export const BUNDLES = { api: 'dist/bundle/api.mjs', worker: 'dist/bundle/worker.mjs' };
+
 function run(cmd, args, options = {}) {
   const result = spawnSync(cmd, args, { stdio: 'inherit', cwd: ROOT, ...options });
   if (result.error) throw new Error(`${cmd} ${args.join(' ')}: ${result.error.message}`);
@@ -109,10 +115,14 @@ function pruneDist(dir = path.join(ROOT, 'dist')) {
   }
 }
 
-/** Compiles the TypeScript sources into dist/ (dropping outputs of deleted sources). */
+/**
+ * Compiles the TypeScript sources into dist/ (dropping outputs of deleted sources),
+ * then bundles the api and the worker into one file each (bundle.mjs): `npm run build`.
+ */
 export function ensureBuild() {
   pruneDist();
-  log('building (tsc -p tsconfig.json)');
+  log('building (tsc -p tsconfig.json, then the bundles)');
   // The project's own tsc (what `npx tsc` runs), without npx's option parsing.
   run(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json']);
+  run(process.execPath, [path.join(ROOT, 'scripts', 'bundle.mjs')]);
 }

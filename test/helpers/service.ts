@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, type Db } from 'mongodb';
 import { Redis } from 'ioredis';
+import { BUNDLES } from '#scripts/lib/build.mjs';
 import { freePort } from '#scripts/lib/net.mjs';
 import { checkAgainstOpenApi } from './openapi-check.js';
 
@@ -172,7 +173,7 @@ export class Service {
   }
 
   private spawn(name: string, entry: string, extraEnv: Record<string, string> = {}): Proc {
-    const child = spawn(process.execPath, [path.join(root, 'dist', entry)], {
+    const child = spawn(process.execPath, [path.join(root, entry)], {
       cwd: root,
       env: { PATH: process.env.PATH ?? '', ...this.env, ...extraEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -182,13 +183,13 @@ export class Service {
 
   async startApi(extraEnv: Record<string, string> = {}): Promise<Proc> {
     if (this.api) this.retired.push(this.api);
-    this.api = this.spawn('api', 'api/main.js', extraEnv);
+    this.api = this.spawn('api', BUNDLES.api, extraEnv);
     await this.api.waitFor(/api ready/);
     return this.api;
   }
 
   async startWorker(extraEnv: Record<string, string> = {}): Promise<Proc> {
-    const worker = this.spawn(`worker${this.workers.length}`, 'worker/main.js', extraEnv);
+    const worker = this.spawn(`worker${this.workers.length}`, BUNDLES.worker, extraEnv);
     this.workers.push(worker);
     await worker.waitFor(/worker started/);
     return worker;
@@ -200,7 +201,7 @@ export class Service {
    */
   async startExtraApi(env: Record<string, string> = {}, until: RegExp = /api ready/): Promise<{ proc: Proc; baseUrl: string }> {
     const port = await freePort();
-    const proc = this.spawn('api-extra', 'api/main.js', { ...env, PORT: String(port) });
+    const proc = this.spawn('api-extra', BUNDLES.api, { ...env, PORT: String(port) });
     this.retired.push(proc);
     await proc.waitFor(until);
     return { proc, baseUrl: `http://127.0.0.1:${port}` };

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import { BUNDLES } from '#scripts/lib/build.mjs';
 import { freePort } from '#scripts/lib/net.mjs';
 import { Proc, Service, sleep, stackUrls, uniqueName, type ApiResponse } from '../../helpers/service.js';
 
@@ -165,7 +166,7 @@ test('the log level comes from LOG_LEVEL', async (t) => {
   // The harness waits for the info line "api listening", so this api is started by hand.
   const { redisUrl, mongoUrl } = stackUrls();
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(root, 'dist', 'api', 'main.js')], {
+  const child = spawn(process.execPath, [path.join(root, BUNDLES.api)], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', REDIS_URL: redisUrl, MONGODB_URL: mongoUrl, MONGODB_DB: uniqueName('t'), QUEUE_PREFIX: uniqueName('q'), PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
