@@ -159,7 +159,7 @@ export class IdempotencyStore {
   /** A result cached in Redis: the same request gets the object it created, rendered again. */
   private async replayOf(req: KeyedRequest, entry: Extract<CachedEntry, { s: 'done' }>): Promise<Lookup> {
     if (entry.fp !== req.info.fingerprint) throw errors.idempotencyKeyReused();
-    const found = await this.render(entry.id);
+    const found = await this.render(entry.id, req.info.scopeHash);
     // The object is gone (or the entry is stale): the durable record decides.
     if (found === null) return this.lookupDurable(req);
     return { kind: 'replay', replay: { status: entry.status, body: found.body } };
@@ -169,20 +169,32 @@ export class IdempotencyStore {
    * The recorded answer an entry points at: a create's is its stored object,
    * presented with its secret as the worker rendered it; a mutation's is its record.
    * `madeBy`: the object's id, or the mutation's.
+   *
+   * An object that has changed since its create had its create answer frozen as the
+   * key's record first (worker/processors/mutation.ts, freezeCreateAnswer), and Redis
+   * pointed at that record. An entry read just before the freeze still points at the
+   * object, which may have changed by the time it is read here: so a changed intent
+   * (its `rev`), and any endpoint, is answered from the key's record when there is one.
+   * The record is read after the object, and a change is made only after its record
+   * exists, so a change seen here always comes with its record.
    */
-  private async render(pointer: string): Promise<{ body: string; madeBy: string } | null> {
+  private async render(pointer: string, scopeHash: string): Promise<{ body: string; madeBy: string } | null> {
     const c = this.deps.collections;
-    if (pointer.startsWith(RECORD_POINTER_PREFIX)) {
-      const record = await c.idempotencyRecords.findOne({ _id: pointer.slice(RECORD_POINTER_PREFIX.length) });
-      return record && { body: record.body, madeBy: record.mutation };
-    }
+    const record = async (id: string) => {
+      const found = await c.idempotencyRecords.findOne({ _id: id });
+      return found && { body: found.body, madeBy: found.mutation };
+    };
+    if (pointer.startsWith(RECORD_POINTER_PREFIX)) return record(pointer.slice(RECORD_POINTER_PREFIX.length));
     if (pointer.startsWith('pi_')) {
       const pi = await c.paymentIntents.findOne({ _id: pointer }, { projection: { history: 0 } });
-      return pi && { body: JSON.stringify(presentPaymentIntent(pi, { withSecret: true })), madeBy: pi._id };
+      if (!pi) return null;
+      const frozen = (pi.rev ?? 0) > 0 ? await record(scopeHash) : null;
+      return frozen ?? { body: JSON.stringify(presentPaymentIntent(pi, { withSecret: true })), madeBy: pi._id };
     }
     if (pointer.startsWith('we_')) {
       const endpoint = await c.webhookEndpoints.findOne({ _id: pointer });
-      return endpoint && { body: JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true })), madeBy: endpoint._id };
+      if (!endpoint) return null;
+      return (await record(scopeHash)) ?? { body: JSON.stringify(presentWebhookEndpoint(endpoint, { withSecret: true })), madeBy: endpoint._id };
     }
     return null;
   }
@@ -211,7 +223,7 @@ export class IdempotencyStore {
   async lookupCached(req: KeyedRequest): Promise<(Replay & { madeBy: string }) | null> {
     const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
     if (entry?.s !== 'done' || entry.fp !== req.info.fingerprint) return null;
-    const found = await this.render(entry.id);
+    const found = await this.render(entry.id, req.info.scopeHash);
     return found === null ? null : { status: entry.status, body: found.body, madeBy: found.madeBy };
   }
 

@@ -6,7 +6,7 @@
  * epoch key, so they run one at a time.
  */
 import test from 'ava';
-import { decodeEntry, redisKey, scopeHash } from '../../../common/idempotency.js';
+import { decodeEntry, encodeDone, redisKey, scopeHash } from '../../../common/idempotency.js';
 import { openStack, startInProcess, type InProcessService, type Stack } from '../../helpers/in-process.js';
 import { uniqueName, type ApiResponse } from '../../helpers/service.js';
 
@@ -183,6 +183,27 @@ test.serial("another api's answer, heard on the results channel, is kept too: a 
   t.is(reused.body.error.code, 'idempotency_key_reused', 'the heard answer keeps the fingerprint of its request');
   t.is(await countWithAmount(110), 1);
   t.is(await countWithAmount(111), 0);
+});
+
+test.serial('a replay read from Redis just before the intent changed answers the first bytes, not the changed intent', async (t) => {
+  const first = await create('frozen-late', { amount: 112 });
+  t.is(first.status, 200, first.text);
+  const created = decodeEntry(await stack.redis.get(entryKey('frozen-late')));
+  if (created?.s !== 'done') return t.fail(`no result cached: ${JSON.stringify(created)}`);
+  t.is(created.id, first.body.id, 'Redis points at the object until it changes');
+
+  // A change freezes the create's answer as the key's record, points Redis at it, then changes the intent.
+  const changed = await service.request('POST', `${PI}/${first.body.id}`, { key, body: { description: 'changed' } });
+  t.is(changed.status, 200, changed.text);
+  t.is((await stored(first.body.id))?.description, 'changed');
+  // What an api holds that read the entry just before the freeze: the object's pointer.
+  await stack.redis.set(entryKey('frozen-late'), encodeDone(created.fp, created.id, 200, created.exp), 'PX', 60_000);
+  service.forgetReplays();
+  const again = await create('frozen-late', { amount: 112 });
+  t.is(again.status, 200, again.text);
+  t.true(replayed(again));
+  t.is(again.text, first.text, 'the first answer, byte for byte');
+  t.is(await countWithAmount(112), 1);
 });
 
 test.serial('the memory is bounded in bytes: past the bound, the oldest replay is forgotten first', async (t) => {
