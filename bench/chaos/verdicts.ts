@@ -131,6 +131,8 @@ export interface ReplayFigures {
   flaggedAfterAbandoned: number;
   /** Up to five keys behind either count, with their attempts: what to look at. */
   flaggedLateExamples: Array<{ key: string; objectMs: number; attempts: Attempt[] }>;
+  /** Up to five replays whose bytes differ from their key's first answer, with both bodies. */
+  differingReplayExamples: Array<{ key: string; first: string; replay: string; confirmed: boolean }>;
 }
 
 /**
@@ -155,6 +157,7 @@ export function checkReplays(keys: KeyRecord[]): { verdict: Verdict; figures: Re
     wronglyFlagged: 0,
     flaggedAfterAbandoned: 0,
     flaggedLateExamples: [],
+    differingReplayExamples: [],
   };
   for (const record of keys) {
     const first = record.answer;
@@ -174,6 +177,9 @@ export function checkReplays(keys: KeyRecord[]): { verdict: Verdict; figures: Re
     figures.replaysAnswered++;
     if (again.replayed) figures.replaysFlagged++;
     if (first && again.body === first.body) figures.replaysIdentical++;
+    else if (first && figures.differingReplayExamples.length < 5) {
+      figures.differingReplayExamples.push({ key: record.key, first: first.body, replay: again.body, confirmed: record.confirm !== null });
+    }
   }
   const pass =
     figures.replaysAnswered === figures.replaysSent &&
