@@ -53,6 +53,18 @@ const WRITES_IN_FLIGHT = 2;
 /** How long an attempt's record waits for others to share its commit. */
 const ATTEMPT_BATCH_WAIT_MS = 50;
 
+/**
+ * How often a queue is checked for stalled jobs: a third of the job lock, at least 1 s.
+ * A check moves back to waiting the jobs it found active the check before whose lock
+ * is gone (a live worker renews its locks every half lock, so only a dead worker's
+ * lapse). A dead worker's locks lapse 2.5 to 5 s after its death with the 5 s lock,
+ * and its jobs wait at most one check more: 1.7 s, where a check every lock added up
+ * to 5 s, which with the lapse came near the creates' 10 s timeout.
+ */
+export function stalledCheckMs(jobLockMs: number): number {
+  return Math.max(1000, Math.floor(jobLockMs / 3));
+}
+
 /** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s, jittered. */
 export function cappedBackoff(attemptsMade: number, random: () => number = Math.random): number {
   return jitteredBackoff(attemptsMade, { baseMs: 250, capMs: 10_000, random });
@@ -120,7 +132,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     connection: redis.workers,
     prefix,
     lockDuration: config.jobLockMs,
-    stalledInterval: config.jobLockMs,
+    stalledInterval: stalledCheckMs(config.jobLockMs),
     maxStalledCount: 1000,
     // Started below, once every listener is attached: a worker's first stalled check
     // runs as it starts, and a job it recovers while nobody listens is never logged.
