@@ -17,21 +17,11 @@
  * the age of its first enqueue. Their age says nothing of the wait a new job would
  * see (they are few, and first to go); counted, one worker's death made the api
  * refuse every create for as long as its recovered jobs waited.
- *
- * Old jobs need not mean a long wait either: after the workers were down a while, the
- * oldest waiting job is old, but workers back at full speed may clear the queue in a
- * second. So a create is refused only while the queue would also not drain in time
- * at the rate it drains now: the jobs waiting (one more read) over the results heard
- * in the last `RATE_WINDOW_MS` (every api hears every job's result, results channel).
- * With no result heard, the age decides alone.
  */
 import type { Queue } from 'bullmq';
 
 /** How many of the oldest waiting jobs a sample reads, looking for one never started. */
 const SAMPLE_JOBS = 32;
-
-/** How far back the drain rate looks. */
-const RATE_WINDOW_MS = 2000;
 
 export interface AdmissionOptions {
   /** Creates are refused while the oldest waiting job has waited longer than this; 0 admits everything. */
@@ -44,35 +34,13 @@ export interface AdmissionOptions {
 export class CreateAdmission {
   /** Age of the oldest waiting create at the last sample; 0 when none, or unknown. */
   private oldestWaitMs = 0;
-  /** Jobs waiting at the last sample. */
-  private waitingCount = 0;
-  /** When each result of the last RATE_WINDOW_MS was heard (epoch ms), oldest first. */
-  private readonly finished: number[] = [];
   private timer: NodeJS.Timeout | null = null;
   private sampling = false;
 
   constructor(
-    private readonly queue: Pick<Queue, 'getWaiting' | 'getWaitingCount'>,
+    private readonly queue: Pick<Queue, 'getWaiting'>,
     private readonly options: AdmissionOptions,
   ) {}
-
-  /** A job of the queue finished (its result was heard): the drain rate counts it. */
-  noteFinished(): void {
-    this.finished.push(this.options.now());
-    if (this.finished.length > 10_000) this.forgetBefore(this.options.now() - RATE_WINDOW_MS);
-  }
-
-  /** Jobs finished per second over the last RATE_WINDOW_MS. */
-  drainPerS(): number {
-    this.forgetBefore(this.options.now() - RATE_WINDOW_MS);
-    return (this.finished.length * 1000) / RATE_WINDOW_MS;
-  }
-
-  private forgetBefore(ms: number): void {
-    let old = 0;
-    while (old < this.finished.length && (this.finished[old] as number) < ms) old++;
-    if (old > 0) this.finished.splice(0, old);
-  }
 
   start(): void {
     if (this.options.limitMs <= 0 || this.timer) return;
@@ -90,10 +58,9 @@ export class CreateAdmission {
     if (this.sampling) return;
     this.sampling = true;
     try {
-      const [waiting, count] = await Promise.all([this.queue.getWaiting(0, SAMPLE_JOBS - 1), this.queue.getWaitingCount()]);
+      const waiting = await this.queue.getWaiting(0, SAMPLE_JOBS - 1);
       const oldest = waiting.find((job) => !(job.attemptsStarted > 0));
       this.oldestWaitMs = oldest ? Math.max(0, this.options.now() - oldest.timestamp) : 0;
-      this.waitingCount = count;
     } catch {
       // Redis away: the enqueue itself answers 503 then; no stale refusal meanwhile.
       this.oldestWaitMs = 0;
@@ -106,8 +73,6 @@ export class CreateAdmission {
   refusal(): number | null {
     const limit = this.options.limitMs;
     if (limit <= 0 || this.oldestWaitMs <= limit) return null;
-    const rate = this.drainPerS();
-    if (rate > 0 && (this.waitingCount / rate) * 1000 <= limit) return null;
     // Roughly when the backlog over the limit will have drained, if it drains as fast as it grew.
     return Math.min(10, Math.max(1, Math.ceil((this.oldestWaitMs - limit) / 1000)));
   }

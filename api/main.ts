@@ -49,8 +49,6 @@ async function main(): Promise<void> {
   subscriber.on('ready', () => keys.clear());
   let started = false;
   const admission = new CreateAdmission(queues.creates, { limitMs: config.createAdmissionWaitMs, now });
-  // Every result of the creates queue, this api's jobs or another's: the rate it drains at.
-  results.onEvery(() => admission.noteFinished());
 
   const registry = createRegistry('api');
   const http = httpMetrics(registry);

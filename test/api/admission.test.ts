@@ -2,15 +2,12 @@ import test from 'ava';
 import type { Queue } from 'bullmq';
 import { CreateAdmission } from '../../api/admission.js';
 
-type SampledQueue = Pick<Queue, 'getWaiting' | 'getWaitingCount'>;
-
-function queueWithOldest(timestamp: () => number | null, count: () => number = () => (timestamp() === null ? 0 : 1)): SampledQueue {
+function queueWithOldest(timestamp: () => number | null): Pick<Queue, 'getWaiting'> {
   return {
     getWaiting: async () => {
       const ts = timestamp();
       return (ts === null ? [] : [{ timestamp: ts }]) as Awaited<ReturnType<Queue['getWaiting']>>;
     },
-    getWaitingCount: async () => count(),
   };
 }
 
@@ -40,8 +37,7 @@ test('admits while the oldest waiting create is within the limit, refuses with a
 });
 
 test('a failed sample admits (the enqueue answers for Redis), and a limit of 0 admits everything', async (t) => {
-  const closed = async () => Promise.reject(new Error('Connection is closed.'));
-  const failing = new CreateAdmission({ getWaiting: closed, getWaitingCount: closed }, { limitMs: 1000, now: () => 0 });
+  const failing = new CreateAdmission({ getWaiting: async () => Promise.reject(new Error('Connection is closed.')) }, { limitMs: 1000, now: () => 0 });
   await failing.sample();
   t.is(failing.refusal(), null);
   const off = new CreateAdmission(queueWithOldest(() => -1_000_000), { limitMs: 0, now: () => 0 });
@@ -54,10 +50,7 @@ test('jobs started before (recovered as stalled, or retried) do not count: the o
   // A killed worker's jobs, back at the head of the queue with the age of their first enqueue.
   const recovered = Array.from({ length: 10 }, () => ({ timestamp: now - 20_000, attemptsStarted: 1 }));
   let fresh = [{ timestamp: now - 300, attemptsStarted: 0 }];
-  const queue = {
-    getWaiting: async () => [...recovered, ...fresh] as unknown as Awaited<ReturnType<Queue['getWaiting']>>,
-    getWaitingCount: async () => recovered.length + fresh.length,
-  };
+  const queue = { getWaiting: async () => [...recovered, ...fresh] as unknown as Awaited<ReturnType<Queue['getWaiting']>> };
   const admission = new CreateAdmission(queue, { limitMs: 5000, now: () => now });
   await admission.sample();
   t.is(admission.refusal(), null, 'a new job waits behind ten quick ones: admitted');
@@ -65,32 +58,4 @@ test('jobs started before (recovered as stalled, or retried) do not count: the o
   fresh = [{ timestamp: now - 9000, attemptsStarted: 0 }];
   await admission.sample();
   t.is(admission.refusal(), 4, 'a never-started job that has waited past the limit still refuses');
-});
-
-test('old jobs are admitted behind when the queue drains in time at the rate heard; refused when it drains too slowly, or nothing is heard', async (t) => {
-  let now = 100_000;
-  let waiting = 100;
-  // The workers were down: the oldest never-started job has waited 9 s, past the 5 s limit.
-  const admission = new CreateAdmission(
-    queueWithOldest(() => now - 9000, () => waiting),
-    { limitMs: 5000, now: () => now },
-  );
-  await admission.sample();
-  t.is(admission.refusal(), 4, 'no result heard: the age decides');
-
-  // Back at work: 150 results in the last 2 s, 75 a second; 100 waiting drain in 1.3 s.
-  for (let i = 0; i < 150; i++) admission.noteFinished();
-  t.is(admission.drainPerS(), 75);
-  t.is(admission.refusal(), null, 'a new job would be served in time');
-
-  waiting = 1000;
-  await admission.sample();
-  t.is(admission.refusal(), 4, '1,000 waiting at 75 a second is 13 s: refused');
-
-  // The results age out of the window: the rate heard falls back to 0.
-  waiting = 100;
-  await admission.sample();
-  now += 2001;
-  t.is(admission.drainPerS(), 0);
-  t.not(admission.refusal(), null);
 });
