@@ -56,7 +56,12 @@ async function main(): Promise<void> {
   const deps: AppDeps = {
     config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,
     started: () => started, admission,
-    pingMongo: () => health.db.command({ ping: 1 }),
+    // connect first: a client whose first connection failed (MongoDB stalled when the
+    // first probe came) stays closed until connect is called again.
+    pingMongo: async () => {
+      await connect(health);
+      return health.db.command({ ping: 1 });
+    },
     extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList, config.publicBaseUrl)],
     onRequest: (info) => http.observe(info),
   };

@@ -4,7 +4,7 @@
  * while MongoDB does not answer, and becomes ready by itself once MongoDB does.
  */
 import test from 'ava';
-import { Service, stackUrls, uniqueName, until } from '../helpers/service.js';
+import { Service, sleep, stackUrls, uniqueName, until } from '../helpers/service.js';
 import { StallingProxy } from '../helpers/stalling-proxy.js';
 
 test('an api started while MongoDB stalls listens at once, answers /readyz 503, then 200 once MongoDB answers', async (t) => {
@@ -26,6 +26,10 @@ test('an api started while MongoDB stalls listens at once, answers /readyz 503, 
   t.is(refused.status, 503, refused.text);
   t.is(refused.body.error.code, 'service_unavailable');
   t.true(proxy.heldCount > 0, 'the api did try MongoDB');
+  // Stall past the driver's server selection (3 s): the connections the probes began
+  // fail, and the api must connect again by itself once MongoDB answers.
+  await sleep(4000);
+  t.is((await service.request('GET', '/readyz', { baseUrl })).status, 503);
 
   proxy.release();
   await proc.waitFor(/api ready/, 60_000);
