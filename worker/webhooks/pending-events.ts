@@ -8,8 +8,10 @@
  *   finishes removes its endpoint, and whoever removes the last one releases the
  *   entry. A finish seen twice (a stalled job run again) removes nothing the second
  *   time.
- * - Cheap: released entries are deleted in batches, one `deleteMany` per flush, not
- *   one write per event.
+ * - Cheap: released entries are deleted in batches, one command per flush, not one
+ *   write per event; each entry by its `_id` alone, which FerretDB hands to SQLite
+ *   (with `_id: {$in: [...]}` it decodes every entry of the outbox, pending ones
+ *   included: under a delivery backlog that was most of its CPU).
  * - Never lost: when Redis loses the set (a restart from an old snapshot), or a
  *   process dies before its flush, the entry simply stays; the sweeper
  *   (processors/sweep-events.ts) finds its jobs finished, or vanished and re-enqueues
@@ -73,7 +75,10 @@ export class PendingEvents {
       const ids = [...this.buffer];
       this.buffer = new Set();
       try {
-        await this.deps.collections.outbox.deleteMany({ _id: { $in: ids } });
+        await this.deps.collections.outbox.bulkWrite(
+          ids.map((id) => ({ deleteOne: { filter: { _id: id } } })),
+          { ordered: false },
+        );
       } catch (err) {
         for (const id of ids) this.release(id);
         this.deps.logger.warn({ err: (err as Error).message, events: ids.length }, 'outbox release failed; retried at the next flush');
