@@ -5,7 +5,7 @@
 import type { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
-import { JOBS, openQueue, QUEUES, startTypedWorker, unknownJob } from '../common/jobs.js';
+import { JOBS, openQueue, QUEUES, startTypedWorker, unknownJob, type DispatchEventData } from '../common/jobs.js';
 import { createLogger, logQueueErrors, type Logger } from '../common/logger.js';
 import { connect, ensureIndexes, openMongo, servedByFerretDB, untilDone, type Mongo } from '../common/mongo.js';
 import { createRedis } from '../common/redis.js';
@@ -114,9 +114,14 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   const writes = new WriteGate(WRITES_IN_FLIGHT);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
   const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
+  const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
+  const dispatchDeps = { collections, webhooksQueue, config: config.webhooks, pending };
+  // Events are fanned out in the job that records them; the dispatch job is the fallback.
+  const fanOut = (event: DispatchEventData) => dispatchEvent(dispatchDeps, event);
   const lifecycleDeps: LifecycleDeps = {
     ...createDeps,
     eventsQueue,
+    fanOut,
     intentsQueue,
     ids,
     simulator: config.simulator,
@@ -126,7 +131,6 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     keyOnlyUpdates: () => servedByFerretDB(mongo.db),
     logger,
   };
-  const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
   const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {
     connection: redis.workers,
@@ -155,7 +159,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     async (job) => {
       switch (job.name) {
         case JOBS.createPaymentIntent:
-          return createPaymentIntent({ ...createDeps, eventsQueue, intentsQueue }, job);
+          return createPaymentIntent({ ...createDeps, eventsQueue, fanOut, intentsQueue }, job);
         case JOBS.confirmPaymentIntent:
           return confirmPaymentIntent(lifecycleDeps, job);
         case JOBS.cancelPaymentIntent:
@@ -244,7 +248,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     async (job) => {
       switch (job.name) {
         case JOBS.dispatchEvent:
-          return dispatchEvent({ collections, webhooksQueue, config: config.webhooks, pending }, job);
+          return dispatchEvent(dispatchDeps, job.data);
         default:
           return unknownJob(job);
       }

@@ -24,7 +24,7 @@ import type { Collections } from '../../common/mongo.js';
 import { findByIdInScope, isDuplicateKey } from '../../common/mongo.js';
 import { buildEventJson, presentPaymentIntent } from '../../common/presenters.js';
 import type { InsertBatcher } from '../group-commit.js';
-import { dispatchEventOnce } from '../webhooks/outbox.js';
+import { dispatchEventOnce, type OutboxDeps } from '../webhooks/outbox.js';
 import { scopeMayWant } from '../webhooks/subscriptions.js';
 import type { Redis } from 'ioredis';
 import type { Decision } from './decide.js';
@@ -40,6 +40,8 @@ export interface TransitionDeps {
   redis: Redis;
   prefix: string;
   eventsQueue: TypedQueue<'events'>;
+  /** An event's fan-out, run in the transition's job (../webhooks/outbox.ts). */
+  fanOut?: OutboxDeps['fanOut'];
   intentsQueue: TypedQueue<'intents'>;
   ids: IdGenerator;
   /** Epoch ms. */

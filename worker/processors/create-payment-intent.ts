@@ -1,24 +1,24 @@
 /**
  * Creates a payment intent and its `payment_intent.created` event in one insert (the
  * event is a field of the object's document), idempotent on the id. When the scope
- * has webhook endpoints, an outbox entry is written (the durable record of the
- * event's pending deliveries) and a dispatch enqueued, both idempotent on the event
- * id, which is derived from the object id; the sweeper re-drives any outbox entry
- * whose jobs a crash or a Redis failover lost.
+ * has webhook endpoints, an outbox entry is written before the answer (the durable
+ * record of the event's pending deliveries) and the event is fanned out to its
+ * endpoints after it, both idempotent on the event id, which is derived from the
+ * object id; the sweeper re-drives any outbox entry whose jobs a crash or a Redis
+ * failover lost.
  */
 import type { Job } from 'bullmq';
 import { randomBase62 } from '../../common/ids.js';
 import type { CreateJobResult, CreatePaymentIntentData, TypedQueue } from '../../common/jobs.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import { createdEventId, createdEventJson, PAYMENT_INTENT_CREATED } from '../../common/events.js';
-import { dispatchEventOnce } from '../webhooks/outbox.js';
+import { recordOutgoing, type OutboxDeps } from '../webhooks/outbox.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import { scopeMayWant } from '../webhooks/subscriptions.js';
 import { scheduleExpiry } from '../lifecycle/follow-ups.js';
 import { runCreate, type CreateDeps } from './create.js';
 
-export interface PaymentIntentDeps extends CreateDeps {
-  eventsQueue: TypedQueue<'events'>;
+export interface PaymentIntentDeps extends CreateDeps, OutboxDeps {
   /** The expiry of each new intent is a delayed job at its `expires_at`. */
   intentsQueue: TypedQueue<'intents'>;
 }
@@ -54,14 +54,16 @@ export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<Crea
     present: (doc) => JSON.stringify(presentPaymentIntent(doc, { withSecret: true })),
     after: async (doc) => {
       const expiry = scheduleExpiry(deps.intentsQueue, doc, deps.now());
-      if (await hooked) await dispatchCreatedEvent(deps, doc);
+      // The entry before the answer; the fan-out after it, in this job.
+      const fanOut = (await hooked) ? await recordCreatedEvent(deps, doc) : undefined;
       await expiry;
+      return fanOut;
     },
   });
 }
 
-async function dispatchCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDoc): Promise<void> {
-  await dispatchEventOnce(deps, {
+function recordCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDoc): Promise<() => Promise<void>> {
+  return recordOutgoing(deps, {
     id: createdEventId(pi._id),
     project: pi.project,
     livemode: pi.livemode,

@@ -57,8 +57,11 @@ export interface CreateSpec<D extends Stored> {
   build(objectId: string): D;
   /** The create response: the stored document presented with its secret. */
   present(doc: D): string;
-  /** Runs once the object is stored (also on a retry): must be idempotent. */
-  after?(doc: D): Promise<void>;
+  /**
+   * Runs once the object is stored (also on a retry): must be idempotent. What it
+   * returns runs once the answer is published (the event's fan-out).
+   */
+  after?(doc: D): Promise<void | (() => Promise<void>)>;
 }
 
 const REUSED_MESSAGE =
@@ -86,7 +89,7 @@ export async function runCreate<D extends Stored>(
     return publishRefusal(deps, jobId, data, { code: 'idempotency_key_reused', message: REUSED_MESSAGE }, 400);
   }
   // Before the answer: once a client has it, the event's dispatch moment is past.
-  await spec.after?.(found.doc);
+  const afterAnswer = await spec.after?.(found.doc);
   // An object changed since its create has its create answer frozen as a record (mutation.ts).
   const body = found.frozen ?? spec.present(found.doc);
   // Sent as separate commands: auto-pipelining puts those of every job of a batch
@@ -109,6 +112,7 @@ export async function runCreate<D extends Stored>(
   };
   answer.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message)));
   await Promise.all(answer);
+  if (afterAnswer) await afterAnswer();
   return { ok: true, id: found.doc._id, status: 200 };
 }
 

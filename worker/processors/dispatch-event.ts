@@ -7,7 +7,7 @@
  * back from MongoDB; the outbox entry stays until the deliveries are finished
  * (webhooks/pending-events.ts).
  */
-import type { Job, JobsOptions } from 'bullmq';
+import type { JobsOptions } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
 import { idTime } from '../../common/ids.js';
 import { ALL_EVENTS, deliveryJobId } from '../../common/events.js';
@@ -51,8 +51,9 @@ export function eventTargets<E extends { _id: string; status: string; enabled_ev
   );
 }
 
-export async function dispatchEvent(deps: DispatchDeps, job: Job<DispatchEventData>): Promise<{ deliveries: number }> {
-  const { eventId, project, livemode, type, createdMs } = job.data;
+/** The fan-out of one event: in the job that recorded it (../webhooks/outbox.ts), or in a dispatch job. */
+export async function dispatchEvent(deps: DispatchDeps, data: DispatchEventData): Promise<{ deliveries: number }> {
+  const { eventId, project, livemode, type, createdMs } = data;
   const endpoints = await deps.collections.webhookEndpoints
     .find(
       { project, livemode, status: 'enabled', enabled_events: { $in: [type, ALL_EVENTS] } },

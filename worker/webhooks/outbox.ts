@@ -1,12 +1,18 @@
 /**
  * Hands an event to webhook delivery: its outbox entry (the durable record of its
- * pending deliveries, common/documents.ts) and then its dispatch job. Both are
+ * pending deliveries), then its fan-out to the endpoints that take it. Both are
  * idempotent on the event id, so a retried job, or a second recorder of the same
  * event, adds nothing; the sweeper re-drives an entry whose jobs Redis lost.
+ *
+ * The fan-out runs in the job that recorded the event, not in a job of its own: a
+ * dispatch job per event cost a BullMQ job's round of Redis scripts and stream
+ * entries for a single read and an enqueue. A fan-out that fails there (MongoDB or
+ * Redis away for a moment) falls back to the dispatch job, which is retried with
+ * backoff; if that cannot be enqueued either, the recording job fails and is retried.
  */
 import { dispatchJobId } from '../../common/events.js';
 import { idTime } from '../../common/ids.js';
-import { JOBS, type Scope, type TypedQueue } from '../../common/jobs.js';
+import { JOBS, type DispatchEventData, type Scope, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
 import type { InsertBatcher } from '../group-commit.js';
@@ -15,6 +21,8 @@ export interface OutboxDeps {
   collections: Collections;
   inserts: InsertBatcher;
   eventsQueue: TypedQueue<'events'>;
+  /** The fan-out, run in place (processors/dispatch-event.ts); without it every event goes through a dispatch job. */
+  fanOut?: (event: DispatchEventData) => Promise<unknown>;
 }
 
 export interface OutgoingEvent extends Scope {
@@ -23,7 +31,13 @@ export interface OutgoingEvent extends Scope {
   json: string;
 }
 
-export async function dispatchEventOnce(deps: OutboxDeps, event: OutgoingEvent): Promise<void> {
+/**
+ * Writes the event's outbox entry and returns its fan-out, for the caller to run when
+ * it suits it (a create answers its client first). The entry is what makes the
+ * event's delivery certain: once it is written, a fan-out lost to a crash is done by
+ * the sweeper.
+ */
+export async function recordOutgoing(deps: OutboxDeps, event: OutgoingEvent): Promise<() => Promise<void>> {
   const scope = { project: event.project, livemode: event.livemode };
   // The moment of the event is its id's, the same on every retry: endpoints created
   // after it do not receive it, whoever dispatches it.
@@ -35,5 +49,23 @@ export async function dispatchEventOnce(deps: OutboxDeps, event: OutgoingEvent):
     .catch((err: unknown) => {
       if (!isDuplicateKey(err)) throw err;
     });
-  await deps.eventsQueue.add(JOBS.dispatchEvent, { eventId: event.id, ...scope, type: event.type, createdMs }, { jobId: dispatchJobId(event.id) });
+  const data: DispatchEventData = { eventId: event.id, ...scope, type: event.type, createdMs };
+  const enqueue = async () => {
+    await deps.eventsQueue.add(JOBS.dispatchEvent, data, { jobId: dispatchJobId(event.id) });
+  };
+  const fanOut = deps.fanOut;
+  if (!fanOut) return enqueue;
+  return async () => {
+    try {
+      await fanOut(data);
+    } catch {
+      await enqueue();
+    }
+  };
+}
+
+/** Records the event and fans it out at once. */
+export async function dispatchEventOnce(deps: OutboxDeps, event: OutgoingEvent): Promise<void> {
+  const fanOut = await recordOutgoing(deps, event);
+  await fanOut();
 }

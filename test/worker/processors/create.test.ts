@@ -9,7 +9,9 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { decodeEntry, idempotentJobId, redisKey, requestFingerprint, scopeHash } from '../../../common/idempotency.js';
 import { IdGenerator } from '../../../common/ids.js';
-import { openQueue, QUEUES, resultsChannel, type CreateJobResult, type CreatePaymentIntentData, type CreateResultMessage, type Scope, type TypedQueue } from '../../../common/jobs.js';
+import { openQueue, QUEUES, resultsChannel, type CreateJobResult, type CreatePaymentIntentData, type CreateResultMessage, type DispatchEventData, type Scope, type TypedQueue } from '../../../common/jobs.js';
+import { createdEventId, dispatchJobId, PAYMENT_INTENT_CREATED } from '../../../common/events.js';
+import { markScopeHooked } from '../../../worker/webhooks/subscriptions.js';
 import { createRedis } from '../../../common/redis.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
 import { createPaymentIntent } from '../../../worker/processors/create-payment-intent.js';
@@ -44,13 +46,16 @@ test.after.always(async () => {
 });
 
 /** One test's world: its scope, its clock, and jobs as the api would enqueue them. */
-function world() {
+function world(options: { fanOut?: (event: DispatchEventData) => Promise<unknown> } = {}) {
   const scope: Scope = { project: uniqueName('create'), livemode: false };
   const clock = new FakeClock();
   const ids = new IdGenerator(clock.now);
   // The first insert of each job goes through group commit, as in the worker.
   const inserts = new InsertBatcher({ maxDocs: 16, waitMs: 2 });
-  const deps = { collections: stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue, intentsQueue, inserts };
+  const deps = {
+    collections: stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue, intentsQueue, inserts,
+    fanOut: options.fanOut,
+  };
   return {
     scope,
     clock,
@@ -164,4 +169,40 @@ test('a holder whose key has expired by the clock is freed, and the new job inse
   t.is(oldDoc?.idem, undefined, 'the expired object gave up the key');
   t.like(newDoc, { _id: fresh.data.id, amount: 401, idem: fresh.data.idempotency?.scopeHash, idem_fp: fresh.data.idempotency?.fingerprint });
   t.is(JSON.parse((await answer(fresh, 2)).body).id, fresh.data.id);
+});
+
+test('in a scope with an endpoint, the outbox entry is written before the answer and the fan-out runs after it, in the job', async (t) => {
+  const seen: Array<{ event: DispatchEventData; entry: boolean; answered: boolean }> = [];
+  const running: { job?: Job<CreatePaymentIntentData> } = {};
+  const w = world({
+    fanOut: async (event) => {
+      const entry = (await stack.mongo.collections.outbox.findOne({ _id: event.eventId })) !== null;
+      // Had the answer waited for the fan-out, it would not come while this waits.
+      const answered = await answer(running.job!).then(() => true, () => false);
+      seen.push({ event, entry, answered });
+    },
+  });
+  await markScopeHooked(stack.redis, stack.config.queuePrefix, w.scope, [PAYMENT_INTENT_CREATED]);
+  const job = w.job({ key: 'hooked' });
+  running.job = job;
+  await w.run(job);
+  t.is(seen.length, 1);
+  t.like(seen[0], { entry: true, answered: true });
+  t.like(seen[0].event, { eventId: createdEventId(job.data.id), ...w.scope, type: PAYMENT_INTENT_CREATED });
+  t.is(await eventsQueue.getJob(dispatchJobId(createdEventId(job.data.id))), undefined, 'no dispatch job when the fan-out ran');
+});
+
+test('a fan-out that fails leaves the event to a dispatch job; without a hooked scope there is neither', async (t) => {
+  const w = world({ fanOut: () => Promise.reject(new Error('MongoDB away')) });
+  await markScopeHooked(stack.redis, stack.config.queuePrefix, w.scope, [PAYMENT_INTENT_CREATED]);
+  const job = w.job({ key: 'fallback' });
+  t.like(await w.run(job), { ok: true, status: 200 });
+  const dispatch = await eventsQueue.getJob(dispatchJobId(createdEventId(job.data.id)));
+  t.like(dispatch?.data, { eventId: createdEventId(job.data.id), ...w.scope, type: PAYMENT_INTENT_CREATED });
+
+  const quiet = world({ fanOut: () => Promise.reject(new Error('never called')) });
+  const other = quiet.job({ key: 'no-endpoint' });
+  await quiet.run(other);
+  t.is(await stack.mongo.collections.outbox.findOne({ _id: createdEventId(other.data.id) }), null);
+  t.is(await eventsQueue.getJob(dispatchJobId(createdEventId(other.data.id))), undefined);
 });
