@@ -166,7 +166,7 @@ const schema = Joi.object({
   HTTP_REQUEST_TIMEOUT_MS: Joi.number().integer().min(100).max(HOUR).default(30 * SECOND),
   HTTP_MAX_CONNECTIONS: Joi.number().integer().min(1).default(4096),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Joi.boolean().default(false),
-  WEBHOOK_ENDPOINT_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(5),
+  WEBHOOK_ENDPOINT_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(16),
   WEBHOOK_ENDPOINT_LIMIT: Joi.number().integer().min(1).max(10_000).default(16),
   SIMULATOR_APPROVAL_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(3 * SECOND),
   SIMULATOR_PROCESSING_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(2 * SECOND),
