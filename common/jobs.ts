@@ -273,6 +273,12 @@ export interface DeliverWebhookData {
    * not count toward the event's pending deliveries (its outbox entry).
    */
   redelivery?: true;
+  /**
+   * Attempts of the chain made before its job (the first, made in place by the job
+   * that recorded the event: worker/webhooks/first-attempt.ts). Numbers the job's
+   * attempts and places them on the retry schedule.
+   */
+  prior?: number;
 }
 
 /** Every job of every queue: its data and what its processor returns. */

@@ -134,3 +134,26 @@ export function jobMetrics(registry: Registry): { observe(queue: string, job: Jo
     },
   };
 }
+
+/**
+ * `webhook_first_attempts_total{outcome}`: first delivery attempts made in place by
+ * the job that recorded the event (worker/webhooks/first-attempt.ts), which no job
+ * metric sees: `delivered`, `failed` (the chain goes on in a delivery job, or is
+ * over), `deferred` (left to a delivery job without an attempt: no free slot, or a
+ * fault). Read from the counts at each scrape.
+ */
+export function firstAttemptMetric(registry: Registry, counts: Readonly<Record<string, number>>): void {
+  const seen: Record<string, number> = {};
+  new Counter({
+    name: 'webhook_first_attempts_total',
+    help: 'First webhook delivery attempts made in place, by outcome.',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      for (const [outcome, count] of Object.entries(counts)) {
+        this.inc({ outcome }, count - (seen[outcome] ?? 0));
+        seen[outcome] = count;
+      }
+    },
+  });
+}

@@ -2,6 +2,7 @@
  * Worker process: creates, housekeeping, event dispatch and webhook delivery.
  * Any number of these run side by side against the same Redis and MongoDB.
  */
+import type { MinimalJob } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
@@ -40,6 +41,7 @@ import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { sweepIntents } from './processors/sweep-intents.js';
 import { deliverWebhook } from './webhooks/deliver.js';
 import { endpointSlots } from './webhooks/endpoint-slots.js';
+import { FirstAttempts, priorAttempts } from './webhooks/first-attempt.js';
 import { PendingEvents, settleDelivery } from './webhooks/pending-events.js';
 import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
 import { yieldToCreates } from './webhooks/yield-to-creates.js';
@@ -115,9 +117,25 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
   const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
   const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
-  const dispatchDeps = { collections, webhooksQueue, config: config.webhooks, pending };
-  // Events are fanned out in the job that records them; the dispatch job is the fallback.
-  const fanOut = (event: DispatchEventData) => dispatchEvent(dispatchDeps, event);
+  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, leaseMs: SLOT_LEASE_MS });
+  // Attempts are recorded after their POST, where no client waits: a longer window
+  // than the creates' gathers more of them into each commit.
+  const attempts = new InsertBatcher({ maxDocs: 64, waitMs: ATTEMPT_BATCH_WAIT_MS, gate: writes });
+  const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots, attempts, redis: redis.commands, prefix };
+  // The delivery worker, once started: first attempts are made in place only while it
+  // takes deliveries at full concurrency (not while they yield to creates).
+  let deliveries: { concurrency: number } | undefined;
+  const first = new FirstAttempts({
+    ...deliverDeps,
+    pending,
+    webhooksQueue,
+    limit: config.webhooks.concurrency,
+    open: () => deliveries !== undefined && deliveries.concurrency >= config.webhooks.concurrency,
+  });
+  const dispatchDeps = { collections, webhooksQueue, config: config.webhooks, pending, first };
+  // Events are fanned out in the job that records them (their first attempts made
+  // there too); the dispatch job is the fallback.
+  const fanOut = (event: DispatchEventData, json: string) => dispatchEvent(dispatchDeps, event, json);
   const lifecycleDeps: LifecycleDeps = {
     ...createDeps,
     eventsQueue,
@@ -142,16 +160,11 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     // runs as it starts, and a job it recovers while nobody listens is never logged.
     autorun: false,
     settings: {
-      backoffStrategy: (attemptsMade: number, type?: string, err?: Error) =>
-        type === WEBHOOK_BACKOFF ? deliveryBackoff(attemptsMade, err) : cappedBackoff(attemptsMade),
+      backoffStrategy: (attemptsMade: number, type?: string, err?: Error, job?: MinimalJob) =>
+        type === WEBHOOK_BACKOFF ? deliveryBackoff(attemptsMade + priorAttempts(job), err) : cappedBackoff(attemptsMade),
     },
   };
 
-  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, leaseMs: SLOT_LEASE_MS });
-  // Attempts are recorded after their POST, where no client waits: a longer window
-  // than the creates' gathers more of them into each commit.
-  const attempts = new InsertBatcher({ maxDocs: 64, waitMs: ATTEMPT_BATCH_WAIT_MS, gate: writes });
-  const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots, attempts, redis: redis.commands, prefix };
   const endpointDeps: EndpointMutationDeps = { ...createDeps, webhooksQueue, config: config.webhooks, deliver: deliverDeps, ids, logger };
 
   const creates = startTypedWorker(
@@ -269,6 +282,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     },
     { ...common, concurrency: config.webhooks.concurrency },
   );
+  deliveries = webhooks;
 
   const workers = [creates, intents, maintenance, events, webhooks];
   for (const w of workers) {
@@ -285,7 +299,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     backlog: config.workerConcurrency,
     logger,
   });
-  const metrics = await startWorkerMetrics(config, logger, workers);
+  const metrics = await startWorkerMetrics(config, logger, workers, first);
   logger.info({ concurrency: config.workerConcurrency, batch_max: config.createBatchMax, batch_wait_ms: config.createBatchWaitMs }, 'worker started');
 
   return {
@@ -296,6 +310,8 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
       await runShutdownSteps(
         [
           ...workers.map((w): ShutdownStep => [`worker ${w.name}`, () => w.close()]),
+          // Started by jobs that have finished; a chain that goes on needs the queues.
+          ['first webhook attempts', () => first.drain()],
           ['events queue', () => eventsQueue.close()],
           ['webhooks queue', () => webhooksQueue.close()],
           ['maintenance queue', () => maintenanceQueue.close()],

@@ -1,14 +1,15 @@
 /**
  * A worker's metrics: job durations and failures by job name, fed from the Workers'
  * `completed` and `failed` events, plus the default process metrics, served on
- * `METRICS_PORT` (`/metrics`, `/healthz`) by a bare HTTP listener. Queue depth is
+ * `METRICS_PORT` (`/metrics`, `/healthz`) by a bare HTTP listener, and the webhook
+ * first attempts made in place, which are no jobs. Queue depth is
  * global state in Redis: the api reports it for every queue, so it is not repeated here.
  */
 import { createServer } from 'node:http';
 import type { Worker } from 'bullmq';
 import type { Config } from '../common/config.js';
 import type { Logger } from '../common/logger.js';
-import { createRegistry, jobMetrics } from '../common/metrics.js';
+import { createRegistry, firstAttemptMetric, jobMetrics } from '../common/metrics.js';
 
 export interface WorkerMetrics {
   close(): Promise<void>;
@@ -18,10 +19,16 @@ export interface WorkerMetrics {
  * Hooks the job metrics into `workers` and starts the listener; with `METRICS_PORT`
  * 0 it does neither. A port already taken fails the start, as the api's would.
  */
-export async function startWorkerMetrics(config: Config, logger: Logger, workers: Worker[]): Promise<WorkerMetrics> {
+export async function startWorkerMetrics(
+  config: Config,
+  logger: Logger,
+  workers: Worker[],
+  firstAttempts?: { outcomes: Readonly<Record<string, number>> },
+): Promise<WorkerMetrics> {
   if (config.metricsPort <= 0) return { close: async () => undefined };
   const registry = createRegistry('worker');
   const jobs = jobMetrics(registry);
+  if (firstAttempts) firstAttemptMetric(registry, firstAttempts.outcomes);
   for (const worker of workers) {
     worker.on('completed', (job) => jobs.observe(worker.name, job, 'completed'));
     worker.on('failed', (job) => {

@@ -13,6 +13,7 @@ import { idTime } from '../../common/ids.js';
 import { ALL_EVENTS, deliveryJobId } from '../../common/events.js';
 import { JOBS, type DispatchEventData, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
+import type { FirstAttempts } from '../webhooks/first-attempt.js';
 import type { PendingEvents } from '../webhooks/pending-events.js';
 import { maxAttempts, WEBHOOK_BACKOFF } from '../webhooks/retry-policy.js';
 
@@ -29,6 +30,8 @@ export interface DispatchDeps {
   webhooksQueue: TypedQueue<'webhooks'>;
   config: WebhookConfig;
   pending: PendingEvents;
+  /** First attempts made in place; without it every delivery is a job. */
+  first?: FirstAttempts;
 }
 
 export function deliveryJobOptions(config: WebhookConfig, eventId: string, endpointId: string): JobsOptions {
@@ -51,13 +54,20 @@ export function eventTargets<E extends { _id: string; status: string; enabled_ev
   );
 }
 
-/** The fan-out of one event: in the job that recorded it (../webhooks/outbox.ts), or in a dispatch job. */
-export async function dispatchEvent(deps: DispatchDeps, data: DispatchEventData): Promise<{ deliveries: number }> {
+/**
+ * The fan-out of one event: in the job that recorded it (../webhooks/outbox.ts), or in
+ * a dispatch job. Given the event's JSON (the recording job has it, a dispatch job
+ * does not: its data are ids only), the first attempts are made in place where there
+ * is room for them (../webhooks/first-attempt.ts), and only the rest become jobs.
+ */
+export async function dispatchEvent(deps: DispatchDeps, data: DispatchEventData, json?: string): Promise<{ deliveries: number }> {
   const { eventId, project, livemode, type, createdMs } = data;
+  const first = json === undefined ? undefined : deps.first;
   const endpoints = await deps.collections.webhookEndpoints
     .find(
       { project, livemode, status: 'enabled', enabled_events: { $in: [type, ALL_EVENTS] } },
-      { projection: { _id: 1, status: 1, enabled_events: 1 } },
+      // A first attempt needs the whole endpoint (its url, its secrets): it reads it here.
+      first ? {} : { projection: { _id: 1, status: 1, enabled_events: 1 } },
     )
     .toArray();
   const targets = eventTargets(endpoints, { type, createdMs });
@@ -65,14 +75,17 @@ export async function dispatchEvent(deps: DispatchDeps, data: DispatchEventData)
     deps.pending.release(eventId);
     return { deliveries: 0 };
   }
-  // Before the jobs exist, so that no delivery can finish before it is expected.
+  // Before any delivery starts, so that no delivery can finish before it is expected.
   await deps.pending.expect(eventId, targets.map((e) => e._id));
-  await deps.webhooksQueue.addBulk(
-    targets.map((e) => ({
-      name: JOBS.deliverWebhook as typeof JOBS.deliverWebhook,
-      data: { eventId, endpointId: e._id },
-      opts: deliveryJobOptions(deps.config, eventId, e._id),
-    })),
-  );
+  const queued = first ? first.take({ id: eventId, type, project, livemode, json: json as string }, targets) : targets;
+  if (queued.length > 0) {
+    await deps.webhooksQueue.addBulk(
+      queued.map((e) => ({
+        name: JOBS.deliverWebhook as typeof JOBS.deliverWebhook,
+        data: { eventId, endpointId: e._id },
+        opts: deliveryJobOptions(deps.config, eventId, e._id),
+      })),
+    );
+  }
   return { deliveries: targets.length };
 }

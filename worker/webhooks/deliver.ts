@@ -1,5 +1,7 @@
 /**
- * Webhook delivery: one job per (event, endpoint). What it promises:
+ * Webhook delivery: one job per (event, endpoint), for the attempts after a first one
+ * made in place (first-attempt.ts, which shares `sendAttempt` and `afterAttempt`), or
+ * for all of them when there was no room for that. What it promises:
  *
  * - At least once. The job is retried on the configured schedule until the
  *   receiver answers 2xx, the endpoint is disabled, or the schedule is used up. A
@@ -97,7 +99,7 @@ export function slotWaitMs(waiting: number, random: () => number = Math.random):
 }
 
 /** What one attempt came to. */
-interface Outcome {
+export interface Outcome {
   http_status: number | null;
   error: AttemptError | null;
   response_body: string | null;
@@ -157,7 +159,7 @@ export async function deliverWebhook(deps: DeliverDeps, job: Job<DeliverWebhookD
   });
 }
 
-type InSlot = <T>(post: () => Promise<T>) => Promise<T>;
+export type InSlot = <T>(post: () => Promise<T>) => Promise<T>;
 
 async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>, inSlot: InSlot): Promise<DeliverResult> {
   const { eventId, endpointId } = job.data;
@@ -184,10 +186,30 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>, inSlot: 
     deps.logger.info({ event_id: eventId, endpoint_id: endpointId, type: event.type }, 'webhook endpoint no longer subscribed: delivery dropped');
     return { delivered: false, skipped: 'not_subscribed' };
   }
-  const attempt = job.attemptsMade + 1;
-  const { outcome, result } = await sendAttempt(deps, endpoint, eventId, event.json, attempt, inSlot);
+  // Attempts made before this job (a first attempt made in place, first-attempt.ts) count too.
+  const attempt = job.attemptsMade + 1 + (job.data.prior ?? 0);
+  const sent = await sendAttempt(deps, endpoint, eventId, event.json, attempt, inSlot);
+  return afterAttempt(deps, endpoint, eventId, attempt, sent);
+}
 
-  const logFields = { event_id: eventId, endpoint_id: endpointId, attempt, http_status: outcome.http_status, error: outcome.error };
+/**
+ * What an attempt's outcome leads to: delivered (a failure run of the endpoint
+ * cleared), or thrown: `DeliveryFailedError` to be retried on the schedule,
+ * `UnrecoverableError` when the endpoint is now disabled (410 Gone, or failing for
+ * too long). Logs the attempt either way.
+ */
+export async function afterAttempt(
+  deps: DeliverDeps,
+  endpoint: WebhookEndpointDoc,
+  eventId: string,
+  attempt: number,
+  { outcome, result }: { outcome: Outcome; result: PostResult },
+  /** Logged with the attempt (a first attempt made in place says so). */
+  context: Record<string, unknown> = {},
+): Promise<DeliverResult> {
+  const c = deps.collections;
+  const endpointId = endpoint._id;
+  const logFields = { event_id: eventId, endpoint_id: endpointId, attempt, ...context, http_status: outcome.http_status, error: outcome.error };
   if (outcome.error === null) {
     // Only an endpoint that was failing has a run to clear: no write on the common path.
     if (endpoint.failing_since !== null) {

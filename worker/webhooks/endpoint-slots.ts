@@ -26,11 +26,16 @@ import type { Redis } from 'ioredis';
 
 /**
  * KEYS[1] the slots, KEYS[2] the waiters; ARGV: lease ms, holder, limit, waiter ('' for
- * none). Redis's clock, so workers' clocks need not agree. A taken slot ends the wait.
+ * none), forget ms ('' unless the slot goes to no one while deliveries wait).
+ * Redis's clock, so workers' clocks need not agree. A taken slot ends the wait.
  */
 const ACQUIRE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[5] ~= '' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[5]))
+  if redis.call('ZCARD', KEYS[2]) > 0 then return 0 end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
@@ -72,12 +77,21 @@ redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[2])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return 1`;
 
+export interface Slot {
+  release(): Promise<void>;
+}
+
 export interface EndpointSlots {
   /**
    * A slot for one attempt, or null when the endpoint already has `limit` in flight.
    * `waiter` (the delivery's job id) stops being counted as waiting once it has one.
    */
-  acquire(endpointId: string, waiter?: string): Promise<{ release(): Promise<void> } | null>;
+  acquire(endpointId: string, waiter?: string): Promise<Slot | null>;
+  /**
+   * A slot for a first attempt made in place (first-attempt.ts): null also while
+   * deliveries of the endpoint wait for one, so that it never passes them.
+   */
+  acquireFirst(endpointId: string): Promise<Slot | null>;
   /**
    * 0 when a slot is free now: a delivery that would bounce learns it before reading
    * anything. Else `waiter` is counted as waiting, and the answer is how many wait.
@@ -106,23 +120,26 @@ export function endpointSlots(redis: Redis, options: EndpointSlotsOptions): Endp
     async park(endpointId, waiter) {
       return Number(await redis.eval(PARK_ONLY, 2, keyOf(endpointId), waitersOf(endpointId), 0, waiter, forgetMs));
     },
-    async acquire(endpointId, waiter = '') {
-      const key = keyOf(endpointId);
-      const holder = randomBytes(9).toString('base64url');
-      const taken = await redis.eval(ACQUIRE, 2, key, waitersOf(endpointId), options.leaseMs, holder, options.limit, waiter);
-      if (taken !== 1) return null;
-      // Renewed three times a lease: a late renewal or two (a busy event loop, Redis
-      // away for a moment) does not lose it.
-      const renewal = setInterval(() => {
-        redis.eval(RENEW, 1, key, options.leaseMs, holder).catch(() => undefined);
-      }, Math.max(100, Math.floor(options.leaseMs / 3)));
-      renewal.unref();
-      return {
-        async release() {
-          clearInterval(renewal);
-          await redis.zrem(key, holder);
-        },
-      };
-    },
+    acquire: (endpointId, waiter = '') => take(endpointId, waiter, ''),
+    acquireFirst: (endpointId) => take(endpointId, '', forgetMs),
   };
+
+  async function take(endpointId: string, waiter: string, behindWaiters: number | ''): Promise<Slot | null> {
+    const key = keyOf(endpointId);
+    const holder = randomBytes(9).toString('base64url');
+    const taken = await redis.eval(ACQUIRE, 2, key, waitersOf(endpointId), options.leaseMs, holder, options.limit, waiter, behindWaiters);
+    if (taken !== 1) return null;
+    // Renewed three times a lease: a late renewal or two (a busy event loop, Redis
+    // away for a moment) does not lose it.
+    const renewal = setInterval(() => {
+      redis.eval(RENEW, 1, key, options.leaseMs, holder).catch(() => undefined);
+    }, Math.max(100, Math.floor(options.leaseMs / 3)));
+    renewal.unref();
+    return {
+      async release() {
+        clearInterval(renewal);
+        await redis.zrem(key, holder);
+      },
+    };
+  }
 }

@@ -21,8 +21,11 @@ export interface OutboxDeps {
   collections: Collections;
   inserts: InsertBatcher;
   eventsQueue: TypedQueue<'events'>;
-  /** The fan-out, run in place (processors/dispatch-event.ts); without it every event goes through a dispatch job. */
-  fanOut?: (event: DispatchEventData) => Promise<unknown>;
+  /**
+   * The fan-out, run in place (processors/dispatch-event.ts), given the event's JSON
+   * for the first attempts; without it every event goes through a dispatch job.
+   */
+  fanOut?: (event: DispatchEventData, json: string) => Promise<unknown>;
 }
 
 export interface OutgoingEvent extends Scope {
@@ -57,7 +60,7 @@ export async function recordOutgoing(deps: OutboxDeps, event: OutgoingEvent): Pr
   if (!fanOut) return enqueue;
   return async () => {
     try {
-      await fanOut(data);
+      await fanOut(data, event.json);
     } catch {
       await enqueue();
     }

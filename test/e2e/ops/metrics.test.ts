@@ -6,6 +6,8 @@ import test from 'ava';
 import { Queue } from 'bullmq';
 import { freePort } from '#scripts/lib/net.mjs';
 import { Service, sleep } from '../../helpers/service.js';
+import { Receiver } from '../../helpers/receiver.js';
+import { createEndpoint, createPaymentIntent } from '../../helpers/webhook-fixtures.js';
 
 interface Sample {
   name: string;
@@ -143,6 +145,28 @@ test.serial('a worker serves job durations and failures by job name on METRICS_P
   t.is(value(samples, 'bullmq_job_failures_total', { name: 'payment_intent.create.v1' }), 0);
   t.true(find(samples, 'process_cpu_user_seconds_total', { service: 'worker' }).length > 0);
   t.is(find(samples, 'http_requests_total', {}).length, 0, 'request metrics belong to the api');
+});
+
+test.serial('a worker counts the webhook first attempts it makes in place, which are no jobs', async (t) => {
+  const receiver = await Receiver.start();
+  t.teardown(() => receiver.close());
+  const hookedKey = await service.issueKey('metrics-hooked');
+  await createEndpoint(service, hookedKey, receiver.url('/ok'));
+  await createEndpoint(service, hookedKey, receiver.url('/fails'));
+  receiver.on('/fails', () => ({ status: 500, body: 'no' }));
+  await createPaymentIntent(service, hookedKey);
+  await Promise.all([receiver.waitFor('/ok'), receiver.waitFor('/fails')]);
+
+  let samples: Sample[] = [];
+  for (let i = 0; i < 200; i++) {
+    samples = parseMetrics(await (await fetch(`${workerMetricsUrl}/metrics`)).text());
+    if (value(samples, 'webhook_first_attempts_total', { outcome: 'failed' }) > 0) break;
+    await sleep(50);
+  }
+  t.is(value(samples, 'webhook_first_attempts_total', { outcome: 'delivered', service: 'worker' }), 1);
+  t.is(value(samples, 'webhook_first_attempts_total', { outcome: 'failed', service: 'worker' }), 1);
+  t.is(value(samples, 'webhook_first_attempts_total', { outcome: 'deferred', service: 'worker' }), 0);
+  t.is(value(samples, 'bullmq_job_duration_seconds_count', { queue: 'webhooks' }), 0, 'no delivery job ran yet: the retry waits');
 });
 
 test.serial("a worker's listener answers /healthz, and 404 elsewhere", async (t) => {

@@ -1,6 +1,7 @@
 /**
- * No event is lost to a crash: a worker killed in the middle of a delivery, and an
- * event whose dispatch a crash never enqueued (the outbox), are both delivered.
+ * No event is lost to a crash: a worker killed in the middle of a delivery (its first
+ * attempt, made in place, or a retry, made by its job), and an event whose dispatch a
+ * crash never enqueued (the outbox), are all delivered.
  */
 import test from 'ava';
 import { createdEventId, createdEventJson } from '../../../common/events.js';
@@ -24,8 +25,13 @@ test.after.always(async () => {
   await receiver?.close();
 });
 
-test('a worker killed mid-delivery: the event is still delivered, with the same webhook-id', async (t) => {
-  const { service, key, project } = await withService(t, { project: 'killed', workers: 1, env: { WEBHOOK_RETRY_SCHEDULE_MS: '200,400', WEBHOOK_JITTER: '0' } });
+test('a worker killed mid-way through a first attempt made in place: the sweeper sends the event again, with the same webhook-id', async (t) => {
+  // No job holds a first attempt made in place: its outbox entry is what brings it back.
+  const { service, key, project } = await withService(t, {
+    project: 'killed',
+    workers: 1,
+    env: { WEBHOOK_RETRY_SCHEDULE_MS: '200,400', WEBHOOK_JITTER: '0', WEBHOOK_SWEEP_INTERVAL_MS: '300', WEBHOOK_SWEEP_AGE_MS: '1000' },
+  });
   const path = `/${project}`;
   receiver.on(path, (n) => (n === 0 ? { hang: true } : { status: 200, body: 'finally' }));
   const endpoint = await createEndpoint(service, key, receiver.url(path));
@@ -42,6 +48,27 @@ test('a worker killed mid-delivery: the event is still delivered, with the same 
   t.true(deliveries.every((d) => d.body.equals(inFlight!.body)), 'the same body every time');
   t.notThrows(() => verifyWebhook(endpoint.secret, deliveries[1]!.headers, deliveries[1]!.body));
   t.like(attempt, { event: eventId, succeeded: true, http_status: 200, response_body: 'finally' });
+});
+
+test('a worker killed mid-way through a retry: its delivery job is recovered as stalled and sent again, long before any sweep', async (t) => {
+  // The default sweep only looks at entries 30 s old: a delivery within 20 s is the job's recovery.
+  const { service, key, project } = await withService(t, { project: 'killed-retry', workers: 1, env: { WEBHOOK_RETRY_SCHEDULE_MS: '200,400', WEBHOOK_JITTER: '0' } });
+  const path = `/${project}`;
+  receiver.on(path, (n) => (n === 0 ? { status: 500, body: 'not yet' } : n === 1 ? { hang: true } : { status: 200, body: 'finally' }));
+  const endpoint = await createEndpoint(service, key, receiver.url(path));
+  const { eventId } = await createPaymentIntent(service, key);
+
+  const [, inFlight] = await receiver.waitFor(path, 2);
+  await service.workers[0]!.stop('SIGKILL');
+  await until('the dead worker to drop the connection', () => (inFlight!.closed ? true : undefined));
+  await service.startWorker();
+
+  const deliveries = await receiver.waitFor(path, 3, 20_000);
+  t.true(deliveries.every((d) => d.headers['webhook-id'] === eventId), 'the same webhook-id every time');
+  t.notThrows(() => verifyWebhook(endpoint.secret, deliveries[2]!.headers, deliveries[2]!.body));
+  const attempts = await waitForAttempts(service, key, endpoint.id, 2);
+  t.like(attempts[0], { event: eventId, succeeded: true, http_status: 200, response_body: 'finally' });
+  t.like(attempts[1], { event: eventId, attempt: 1, succeeded: false, http_status: 500 });
 });
 
 test('an event written but never dispatched (a crash before the enqueue) is picked up by the sweeper', async (t) => {

@@ -1,0 +1,171 @@
+/**
+ * First attempts made in place (worker/webhooks/first-attempt.ts), on a real Redis,
+ * FerretDB and receiver: a delivered one leaves no job and releases the outbox entry;
+ * a failed one leaves the rest of the chain to a delayed job numbered from 2; one
+ * that may not go first (no room, yielding, deliveries waiting) becomes a job
+ * untouched; shutdown waits for those in flight.
+ */
+import test from 'ava';
+import { Queue } from 'bullmq';
+import { Webhook } from 'standardwebhooks';
+import type { WebhookEndpointDoc } from '../../../common/documents.js';
+import { deliveryJobId } from '../../../common/events.js';
+import { IdGenerator } from '../../../common/ids.js';
+import { QUEUES, type TypedQueue } from '../../../common/jobs.js';
+import { createLogger } from '../../../common/logger.js';
+import { InsertBatcher } from '../../../worker/group-commit.js';
+import { WriteGate } from '../../../worker/lifecycle/write-gate.js';
+import { endpointSlots } from '../../../worker/webhooks/endpoint-slots.js';
+import { FirstAttempts, priorAttempts, type FirstAttemptDeps } from '../../../worker/webhooks/first-attempt.js';
+import { PendingEvents } from '../../../worker/webhooks/pending-events.js';
+import { openStack, type Stack } from '../../helpers/in-process.js';
+import { Receiver } from '../../helpers/receiver.js';
+import { uniqueName, until } from '../../helpers/service.js';
+
+const SECRET = `whsec_${Buffer.from('first-attempt-test-secret-0123456').toString('base64')}`;
+const FIRST_RETRY_MS = 60_000;
+
+let stack: Stack;
+let receiver: Receiver;
+let queue: Queue;
+test.before(async () => {
+  stack = await openStack({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_SCHEDULE_MS: `${FIRST_RETRY_MS},120000`, WEBHOOK_JITTER: '0', WEBHOOK_TIMEOUT_MS: '300' });
+  receiver = await Receiver.start();
+  queue = new Queue(QUEUES.webhooks, { connection: { url: stack.config.redisUrl }, prefix: stack.config.queuePrefix });
+});
+test.after.always(async () => {
+  await queue?.close();
+  await receiver?.close();
+  await stack?.close();
+});
+
+function setUp(t: import('ava').ExecutionContext, overrides: Partial<FirstAttemptDeps> = {}) {
+  const logger = createLogger('silent', 'test');
+  const collections = stack.mongo.collections;
+  const prefix = stack.config.queuePrefix;
+  const pending = new PendingEvents({ redis: stack.redis, prefix, collections, logger });
+  const slots = endpointSlots(stack.redis, { prefix, limit: 2, leaseMs: 3000 });
+  const deps: FirstAttemptDeps = {
+    collections,
+    config: stack.config.webhooks,
+    logger,
+    now: Date.now,
+    ids: new IdGenerator(Date.now),
+    slots,
+    redis: stack.redis,
+    prefix,
+    attempts: new InsertBatcher({ maxDocs: 1, waitMs: 0, gate: new WriteGate(4) }),
+    pending,
+    webhooksQueue: queue as unknown as TypedQueue<'webhooks'>,
+    limit: 10,
+    open: () => true,
+    ...overrides,
+  };
+  const first = new FirstAttempts(deps);
+  t.teardown(async () => {
+    await first.drain();
+    await pending.close();
+  });
+  return { first, pending, slots };
+}
+
+/** An endpoint and an event of its scope, with the event's outbox entry and pending set, as the fan-out leaves them. */
+async function eventFor(pending: PendingEvents, path: string) {
+  const project = uniqueName('p');
+  const endpoint: WebhookEndpointDoc = {
+    _id: uniqueName('we'),
+    project,
+    livemode: false,
+    url: receiver.url(path),
+    enabled_events: ['payment_intent.created'],
+    description: null,
+    metadata: [],
+    status: 'enabled',
+    secret: SECRET,
+    created: Math.floor(Date.now() / 1000),
+    failing_since: null,
+    disabled_reason: null,
+  };
+  await stack.mongo.collections.webhookEndpoints.insertOne(endpoint);
+  const id = uniqueName('evt');
+  const json = JSON.stringify({ id, object: 'event', type: 'payment_intent.created', data: { object: { id: 'pi_1' } } });
+  const event = { id, type: 'payment_intent.created', project, livemode: false, json };
+  await stack.mongo.collections.outbox.insertOne({ _id: id, project, livemode: false, type: event.type, json, created_ms: Date.now() });
+  await pending.expect(id, [endpoint._id]);
+  return { endpoint, event };
+}
+
+const attemptsOf = (eventId: string) => stack.mongo.collections.webhookAttempts.find({ event_id: eventId }).toArray();
+const outboxHas = async (eventId: string) => (await stack.mongo.collections.outbox.findOne({ _id: eventId })) !== null;
+
+test('a delivered first attempt is signed, recorded as attempt 1, leaves no job, and releases the outbox entry', async (t) => {
+  const { first, pending } = setUp(t);
+  const path = `/${uniqueName('ok')}`;
+  const { endpoint, event } = await eventFor(pending, path);
+
+  t.deepEqual(first.take(event, [endpoint]), [], 'taken in place');
+  const [received] = await receiver.waitFor(path);
+  t.is(received!.body.toString('utf8'), event.json, 'the event JSON, byte for byte');
+  t.notThrows(() => new Webhook(SECRET).verify(received!.body.toString('utf8'), received!.headers as Record<string, string>));
+  await first.drain();
+  const attempts = await until('the attempt record', async () => ((await attemptsOf(event.id)).length === 1 ? attemptsOf(event.id) : undefined));
+  t.like(attempts[0], { endpoint_id: endpoint._id, attempt: 1, succeeded: true, http_status: 200 });
+  t.is(await queue.getJobState(deliveryJobId(event.id, endpoint._id)), 'unknown', 'no delivery job');
+  await pending.flush();
+  t.false(await outboxHas(event.id), 'the entry is released');
+});
+
+test('a failed first attempt leaves the chain to a job numbered from 2, delayed by the first step of the schedule', async (t) => {
+  const { first, pending } = setUp(t);
+  const path = `/${uniqueName('fails')}`;
+  receiver.on(path, () => ({ status: 503, body: 'busy' }));
+  const { endpoint, event } = await eventFor(pending, path);
+
+  first.take(event, [endpoint]);
+  await receiver.waitFor(path);
+  await first.drain();
+  const job = await until('the delivery job', () => queue.getJob(deliveryJobId(event.id, endpoint._id)));
+  t.deepEqual(job.data, { eventId: event.id, endpointId: endpoint._id, prior: 1 });
+  t.is(priorAttempts(job), 1);
+  t.is(await job.getState(), 'delayed');
+  t.is(job.delay, FIRST_RETRY_MS, 'the schedule after attempt 1');
+  t.is(job.opts.attempts, 2, 'three attempts in all: one made, two left');
+  t.like((await attemptsOf(event.id))[0], { attempt: 1, succeeded: false, http_status: 503 });
+  await pending.flush();
+  t.true(await outboxHas(event.id), 'a chain still going keeps its entry');
+});
+
+test('a receiver that hangs past the timeout is a failed attempt, and shutdown waits for it', async (t) => {
+  const { first, pending } = setUp(t);
+  const path = `/${uniqueName('hangs')}`;
+  receiver.on(path, () => ({ hang: true }));
+  const { endpoint, event } = await eventFor(pending, path);
+
+  first.take(event, [endpoint]);
+  t.is(first.size, 1);
+  await first.drain();
+  t.is(first.size, 0);
+  // Drained means over: its job is already there.
+  const job = await queue.getJob(deliveryJobId(event.id, endpoint._id));
+  t.like(job?.data, { prior: 1 });
+  t.like((await attemptsOf(event.id))[0], { attempt: 1, succeeded: false, error: 'timeout' });
+});
+
+test('no first attempt without room, while yielding, or ahead of deliveries waiting for the endpoint', async (t) => {
+  const closed = setUp(t, { open: () => false });
+  const full = setUp(t, { limit: 0 });
+  const path = `/${uniqueName('queued')}`;
+  const a = await eventFor(closed.pending, path);
+  t.deepEqual(closed.first.take(a.event, [a.endpoint]), [a.endpoint], 'yielding: left to a job');
+  t.deepEqual(full.first.take(a.event, [a.endpoint]), [a.endpoint], 'no room: left to a job');
+
+  const open = setUp(t);
+  const b = await eventFor(open.pending, path);
+  await open.slots.park(b.endpoint._id, 'an-earlier-delivery');
+  t.deepEqual(open.first.take(b.event, [b.endpoint]), []);
+  await open.first.drain();
+  const job = await until('the delivery job', () => queue.getJob(deliveryJobId(b.event.id, b.endpoint._id)));
+  t.deepEqual(job.data, { eventId: b.event.id, endpointId: b.endpoint._id }, 'nothing attempted: the job makes attempt 1');
+  t.is(job.opts.attempts, 3);
+  t.is(receiver.received(path).length, 0, 'nothing was sent');
+});

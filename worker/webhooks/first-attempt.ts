@@ -1,0 +1,158 @@
+/**
+ * The first attempt of a delivery, made in place by the job that recorded the event,
+ * right after its fan-out: no delivery job, unless the attempt fails. What it promises:
+ *
+ * - The same attempt as a delivery job's (deliver.ts): signed over the event JSON the
+ *   recording job stored, to an endpoint the fan-out has just read (enabled, of the
+ *   event's scope, subscribed), in one of the endpoint's slots, recorded in
+ *   `webhook_attempts`, followed by the same handling of its outcome.
+ * - A chain that goes on goes on in a delivery job, under the delivery's own job id:
+ *   after a failed attempt, delayed by the schedule's first step (or the receiver's
+ *   Retry-After), numbered from 2 (`prior`); after a fault of ours (Redis or MongoDB
+ *   away), at once. If even that enqueue fails, the event's outbox entry is still
+ *   there, and the sweeper enqueues its delivery (sweep-events.ts).
+ * - Never ahead of the queue: no first attempt while this worker's deliveries yield
+ *   to creates (yield-to-creates.ts), beyond `limit` in flight in this process, or
+ *   while deliveries of the endpoint wait for a slot; each of those goes to a job.
+ * - Never lost: the outbox entry stays until the attempt has succeeded (or the chain
+ *   is over), so a worker killed mid-attempt leaves its delivery to the sweeper.
+ *
+ * Why: a delivery job cost a full BullMQ round (its add, the fetches, its completion)
+ * plus two reads on MongoDB (the endpoint, the event), for one POST that nearly always
+ * succeeds. The recording job has the event and the fan-out has the endpoint already.
+ */
+import { UnrecoverableError, type MinimalJob } from 'bullmq';
+import type { WebhookEndpointDoc } from '../../common/documents.js';
+import { JOBS, type DeliverWebhookData, type TypedQueue } from '../../common/jobs.js';
+import { deliveryJobOptions } from '../processors/dispatch-event.js';
+import { afterAttempt, sendAttempt, type DeliverDeps } from './deliver.js';
+import type { Slot } from './endpoint-slots.js';
+import type { StoredEvent } from './load-event.js';
+import type { PendingEvents } from './pending-events.js';
+import { DeliveryFailedError, maxAttempts, retryDelay } from './retry-policy.js';
+
+/** How often, and how far apart on average, a first attempt asks for a slot before it becomes a job: about 2 s. */
+const SLOT_TRIES = 20;
+const SLOT_RETRY_MS = 100;
+
+export interface FirstAttemptDeps extends DeliverDeps {
+  pending: PendingEvents;
+  webhooksQueue: TypedQueue<'webhooks'>;
+  /** At most this many first attempts in flight in this process. */
+  limit: number;
+  /** False while this worker's deliveries yield to creates: first attempts go to the queue then. */
+  open: () => boolean;
+}
+
+/** The attempts of a delivery chain made before its job: 0 but for a chain begun in place. */
+export function priorAttempts(job: MinimalJob | undefined): number {
+  const prior = (job?.data as DeliverWebhookData | undefined)?.prior;
+  return typeof prior === 'number' && Number.isInteger(prior) && prior > 0 ? prior : 0;
+}
+
+/** How first attempts ended: delivered, failed (the chain goes on in a job, or is over), or left to a job unmade. */
+export type FirstAttemptOutcome = 'delivered' | 'failed' | 'deferred';
+
+export class FirstAttempts {
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Counts by outcome, since the process started (the worker's metrics read them). */
+  readonly outcomes: Record<FirstAttemptOutcome, number> = { delivered: 0, failed: 0, deferred: 0 };
+
+  constructor(private readonly deps: FirstAttemptDeps) {}
+
+  /**
+   * Starts the first attempt of the event's delivery to each endpoint there is room
+   * for, and returns the endpoints left over, for delivery jobs. The attempts run on
+   * after this returns: the caller's job does not wait for receivers.
+   */
+  take<E extends WebhookEndpointDoc>(event: StoredEvent, endpoints: E[]): E[] {
+    if (!this.deps.open()) return endpoints;
+    const room = Math.max(0, this.deps.limit - this.inFlight.size);
+    const taken = endpoints.slice(0, room);
+    for (const endpoint of taken) {
+      const run: Promise<void> = this.run(event, endpoint).finally(() => this.inFlight.delete(run));
+      this.inFlight.add(run);
+    }
+    return endpoints.slice(taken.length);
+  }
+
+  /** How many are in flight. */
+  get size(): number {
+    return this.inFlight.size;
+  }
+
+  /** Resolves once every attempt in flight is over (shutdown). */
+  async drain(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async run(event: StoredEvent, endpoint: WebhookEndpointDoc): Promise<void> {
+    const deps = this.deps;
+    let posted = false;
+    try {
+      const slot = await this.slot(endpoint._id);
+      if (!slot) {
+        this.outcomes.deferred++;
+        return await this.continueInJob(event.id, endpoint._id, 0, 0);
+      }
+      const sent = await sendAttempt(deps, endpoint, event.id, event.json, 1, async (post) => {
+        posted = true;
+        try {
+          return await post();
+        } finally {
+          await slot.release().catch(() => undefined);
+        }
+      });
+      await afterAttempt(deps, endpoint, event.id, 1, sent, { in_place: true });
+      this.outcomes.delivered++;
+      await this.finished(event.id, endpoint._id);
+    } catch (err) {
+      this.outcomes[err instanceof UnrecoverableError || err instanceof DeliveryFailedError ? 'failed' : 'deferred']++;
+      // The endpoint is disabled now: the chain is over.
+      if (err instanceof UnrecoverableError) return this.finished(event.id, endpoint._id);
+      if (err instanceof DeliveryFailedError) {
+        if (maxAttempts(deps.config) <= 1) return this.finished(event.id, endpoint._id);
+        return this.continueInJob(event.id, endpoint._id, 1, retryDelay(deps.config, 1, { retryAfterMs: err.retryAfterMs }));
+      }
+      // A fault of ours (before or after the POST): the job tries again at once. A
+      // receiver that got the POST gets it again, as from a stalled job.
+      deps.logger.warn({ event_id: event.id, endpoint_id: endpoint._id, err: (err as Error).message }, 'first webhook attempt interrupted: left to a delivery job');
+      return this.continueInJob(event.id, endpoint._id, posted ? 1 : 0, 0);
+    }
+  }
+
+  /**
+   * A slot of the endpoint, asked for again while its deliveries are all taken for
+   * a moment: at a steady rate a receiver's slots are often full when one more
+   * delivery comes, and free again within a POST. Waiting here costs nothing but a
+   * few small Redis calls, where a job that finds them taken waits in BullMQ's
+   * delayed set, and then every first attempt after it yields to it.
+   */
+  private async slot(endpointId: string): Promise<Slot | null> {
+    for (let tries = 1; ; tries++) {
+      const slot = await this.deps.slots.acquireFirst(endpointId);
+      if (slot || tries >= SLOT_TRIES) return slot;
+      await new Promise((resolve) => setTimeout(resolve, SLOT_RETRY_MS / 2 + Math.random() * SLOT_RETRY_MS));
+    }
+  }
+
+  /** The rest of the chain, in its delivery job; on failure, left to the sweeper. */
+  private async continueInJob(eventId: string, endpointId: string, prior: number, delay: number): Promise<void> {
+    const deps = this.deps;
+    const options = deliveryJobOptions(deps.config, eventId, endpointId);
+    try {
+      await deps.webhooksQueue.add(JOBS.deliverWebhook, { eventId, endpointId, ...(prior > 0 ? { prior } : {}) }, {
+        ...options,
+        attempts: Math.max(1, (options.attempts ?? 1) - prior),
+        ...(delay > 0 ? { delay } : {}),
+      });
+    } catch (err) {
+      deps.logger.warn({ event_id: eventId, endpoint_id: endpointId, err: (err as Error).message }, 'delivery not enqueued: the outbox sweeper will');
+    }
+  }
+
+  /** The delivery is finished; a release lost (Redis away) leaves the entry to the sweeper. */
+  private async finished(eventId: string, endpointId: string): Promise<void> {
+    await this.deps.pending.finished(eventId, endpointId).catch(() => undefined);
+  }
+}
