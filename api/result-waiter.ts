@@ -12,9 +12,28 @@ export interface Waiting {
  * process holds one subscription and a map of the jobs its requests wait for. This
  * replaces a QueueEvents listener per job (a stream read per waiter) with one
  * message per result.
+ *
+ * Pub/sub keeps nothing: a result published while the subscription was down (Redis
+ * restarted, or failed over) never arrives. So each time the subscription is ready
+ * again, every waiter with a `recheck` runs it: it looks for the result where the
+ * worker also keeps it, and enqueues its job again if Redis lost it (a restart from
+ * an older snapshot). Without this, each of those requests waited out its whole
+ * timeout, and its client retried only then.
  */
+/** Looks again for a result that may have been missed; null when there is none yet. */
+export type Recheck = () => Promise<CreateResultMessage | null>;
+
+interface Listener {
+  resolve: (message: CreateResultMessage) => void;
+  recheck?: Recheck;
+}
+
+/** A recheck that fails (Redis not quite back) is tried again this many times, this far apart. */
+const RECHECK_TRIES = 5;
+const RECHECK_RETRY_MS = 500;
+
 export class ResultWaiter {
-  private readonly waiters = new Map<string, Set<(message: CreateResultMessage) => void>>();
+  private readonly waiters = new Map<string, Set<Listener>>();
   private readonly hearers: Array<(message: CreateResultMessage) => void> = [];
   private readonly channel: string;
 
@@ -32,8 +51,28 @@ export class ResultWaiter {
       const set = this.waiters.get(message.jobId);
       if (!set) return;
       this.waiters.delete(message.jobId);
-      for (const resolve of set) resolve(message);
+      for (const listener of set) listener.resolve(message);
     });
+    subscriber.on('ready', () => void this.recheckAll());
+  }
+
+  /** Runs every waiter's recheck; one that finds its result gets it. */
+  async recheckAll(): Promise<void> {
+    const listeners = [...this.waiters.values()].flatMap((set) => [...set]);
+    await Promise.all(
+      listeners.map(async (listener) => {
+        if (!listener.recheck) return;
+        for (let tries = 1; tries <= RECHECK_TRIES; tries++) {
+          try {
+            const message = await listener.recheck();
+            if (message) listener.resolve(message);
+            return;
+          } catch {
+            await new Promise((resolve) => setTimeout(resolve, RECHECK_RETRY_MS));
+          }
+        }
+      }),
+    );
   }
 
   /** Is told every result published, whoever waits for it (the replay memory, idempotency/store.ts). */
@@ -45,13 +84,16 @@ export class ResultWaiter {
     await this.subscriber.subscribe(this.channel);
   }
 
-  /** Register before enqueueing, so a result that comes back at once is not missed. */
-  register(jobId: string): Waiting {
+  /**
+   * Register before enqueueing, so a result that comes back at once is not missed.
+   * `recheck` is run each time the subscription comes back (see above).
+   */
+  register(jobId: string, recheck?: Recheck): Waiting {
     let resolveFn: ((m: CreateResultMessage | null) => void) | undefined;
     const arrived = new Promise<CreateResultMessage | null>((resolve) => {
       resolveFn = resolve;
     });
-    const listener = (m: CreateResultMessage) => resolveFn?.(m);
+    const listener: Listener = { resolve: (m: CreateResultMessage) => resolveFn?.(m), ...(recheck ? { recheck } : {}) };
     let set = this.waiters.get(jobId);
     if (!set) {
       set = new Set();

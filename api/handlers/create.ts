@@ -9,7 +9,7 @@ import type { JobsOptions } from 'bullmq';
 import { errors } from '../../common/errors.js';
 import { idempotentJobId } from '../../common/idempotency.js';
 import type { IdKind } from '../../common/ids.js';
-import type { JobData, JobName, RequestJobBase } from '../../common/jobs.js';
+import type { CreateResultMessage, JobData, JobName, RequestJobBase } from '../../common/jobs.js';
 import type { AppDeps, Ctx } from '../context.js';
 import type { BodyEncoding } from '../schemas/fields.js';
 import type { IdempotencyStore } from '../idempotency/store.js';
@@ -90,12 +90,24 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
       input,
     );
 
-    const waiting = deps.results.register(jobId);
+    // A keyed job is removed once it completes: the durable record answers from then
+    // on, and a completed job left in Redis would swallow the next use of an expired key.
+    const options = keyed ? { ...CREATE_JOB_OPTIONS, jobId, removeOnComplete: true } : { ...CREATE_JOB_OPTIONS, jobId };
+    const enqueue = () => deps.queues.creates.add(spec.jobName, data, options);
+    // Run when the results' subscription is back after Redis went away: the answer may
+    // have been published meanwhile (the worker also caches a keyed one), or the job
+    // lost with Redis's data. Enqueued again under its id, it is idempotent.
+    const recheck = async (): Promise<CreateResultMessage | null> => {
+      if (keyed) {
+        const late = await idempotency.lookupCached(keyed);
+        if (late) return { jobId, fingerprint: keyed.info.fingerprint, status: late.status, body: late.body, replayed: late.madeBy !== id };
+      }
+      if ((await deps.queues.creates.getJobState(jobId)) === 'unknown') await enqueue();
+      return null;
+    };
+    const waiting = deps.results.register(jobId, recheck);
     try {
-      // A keyed job is removed once it completes: the durable record answers from then
-      // on, and a completed job left in Redis would swallow the next use of an expired key.
-      const options = keyed ? { ...CREATE_JOB_OPTIONS, jobId, removeOnComplete: true } : { ...CREATE_JOB_OPTIONS, jobId };
-      await deps.queues.creates.add(spec.jobName, data, options);
+      await enqueue();
     } catch (err) {
       waiting.cancel();
       if (keyed && token) await idempotency.release(keyed, token);

@@ -3,10 +3,16 @@
  * an old snapshot), a key's cached result may be gone while Redis still trusts its
  * misses. The retry then reaches the worker, which finds the key's object in MongoDB:
  * it is still answered as a replay, flagged, byte for byte, with no second object.
+ * A request whose job Redis lost while it waited has its job enqueued again by its
+ * api once Redis is back, instead of waiting out its timeout.
  */
 import test from 'ava';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { redisKey, scopeHash } from '../../common/idempotency.js';
-import { Service, uniqueName } from '../helpers/service.js';
+import { QUEUES } from '../../common/jobs.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import { Service, uniqueName, until, withService } from '../helpers/service.js';
 
 const PI = '/v1/payment_intents';
 
@@ -56,6 +62,39 @@ test("a request that waits on another request's job of its key gets that job's a
   const again = await retry;
   t.is(again.status, 200, again.text);
   t.is(again.headers.get('idempotent-replayed'), 'true', 'the object was made by the first request');
+  const db = await service.db();
+  t.is(await db.collection('payment_intents').countDocuments({ project }), 1);
+});
+
+test('a request whose job Redis lost while it waited is enqueued again once Redis is back, and answered 200, not after its timeout', async (t) => {
+  // Not persistent: the restart comes back empty, as a failover to a replica that had nothing yet.
+  const redis = await startRedisServer();
+  t.teardown(() => redis.dispose());
+  const { service, key, project } = await withService(t, {
+    project: 'lost-job',
+    workers: 0,
+    redisUrl: redis.url,
+    env: { CREATE_TIMEOUT_MS: '30000', CREATE_ADMISSION_WAIT_MS: '0' },
+  });
+  const headers = { 'Idempotency-Key': 'lost-with-redis' };
+  const pending = service.request('POST', PI, { key, body: { amount: 43 }, headers });
+  const queue = new Queue(QUEUES.creates, { connection: { url: redis.url, maxRetriesPerRequest: null }, prefix: service.prefix });
+  t.teardown(() => queue.close());
+  await until('the job to wait in the queue', async () => ((await queue.getWaitingCount()) === 1 ? true : undefined));
+
+  const client = new Redis(redis.url, { maxRetriesPerRequest: null });
+  t.teardown(() => client.disconnect());
+  await client.set(`${service.prefix}:marker`, 'before');
+  await redis.restart();
+  t.is(await client.get(`${service.prefix}:marker`), null, 'Redis came back without its data');
+  await service.startWorker();
+  // Without the api enqueueing it again, nothing would run it: a 503 processing_timeout after 30 s.
+  const res = await pending;
+  t.is(res.status, 200, res.text);
+  t.is(res.headers.get('idempotent-replayed'), null, 'its own answer');
+  const again = await service.request('POST', PI, { key, body: { amount: 43 }, headers });
+  t.is(again.status, 200);
+  t.is(again.text, res.text);
   const db = await service.db();
   t.is(await db.collection('payment_intents').countDocuments({ project }), 1);
 });
