@@ -132,7 +132,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     limit: config.webhooks.concurrency,
     open: () => deliveries !== undefined && deliveries.concurrency >= config.webhooks.concurrency,
   });
-  const dispatchDeps = { collections, webhooksQueue, config: config.webhooks, pending, first };
+  const dispatchDeps = { collections, webhooksQueue, config: config.webhooks, pending, first, redis: redis.commands, prefix };
   // Events are fanned out in the job that records them (their first attempts made
   // there too); the dispatch job is the fallback.
   const fanOut = (event: DispatchEventData, json: string) => dispatchEvent(dispatchDeps, event, json);
@@ -224,7 +224,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
         case JOBS.sweepIntents:
           return sweepIntents({ collections, intentsQueue }, now());
         case JOBS.sweepEvents:
-          return sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs });
+          return sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs });
         default:
           return unknownJob(job);
       }

@@ -13,7 +13,8 @@ import { idTime } from '../../common/ids.js';
 import { ALL_EVENTS, deliveryJobId } from '../../common/events.js';
 import { JOBS, type DispatchEventData, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
-import type { FirstAttempts } from '../webhooks/first-attempt.js';
+import type { Redis } from 'ioredis';
+import { firstAttemptMarks, type FirstAttempts } from '../webhooks/first-attempt.js';
 import type { PendingEvents } from '../webhooks/pending-events.js';
 import { maxAttempts, WEBHOOK_BACKOFF } from '../webhooks/retry-policy.js';
 
@@ -30,6 +31,9 @@ export interface DispatchDeps {
   webhooksQueue: TypedQueue<'webhooks'>;
   config: WebhookConfig;
   pending: PendingEvents;
+  /** Where the first attempts' marks are kept (../webhooks/first-attempt.ts). */
+  redis: Redis;
+  prefix: string;
   /** First attempts made in place; without it every delivery is a job. */
   first?: FirstAttempts;
 }
@@ -70,14 +74,20 @@ export async function dispatchEvent(deps: DispatchDeps, data: DispatchEventData,
       first ? {} : { projection: { _id: 1, status: 1, enabled_events: 1 } },
     )
     .toArray();
-  const targets = eventTargets(endpoints, { type, createdMs });
+  const found = eventTargets(endpoints, { type, createdMs });
+  // An endpoint whose first attempt, made in place, delivered already has the event
+  // (the event recorded again: a retried job); one whose first attempt has begun has
+  // its chain under way, in place or in its job.
+  const marks = await firstAttemptMarks(deps.redis, deps.prefix, eventId, found.map((e) => e._id));
+  const targets = found.filter((_, i) => marks[i] !== 'done');
   if (targets.length === 0) {
     deps.pending.release(eventId);
     return { deliveries: 0 };
   }
   // Before any delivery starts, so that no delivery can finish before it is expected.
   await deps.pending.expect(eventId, targets.map((e) => e._id));
-  const queued = first ? first.take({ id: eventId, type, project, livemode, json: json as string }, targets) : targets;
+  const fresh = targets.filter((e) => marks[found.indexOf(e)] === null);
+  const queued = first ? first.take({ id: eventId, type, project, livemode, json: json as string }, fresh) : fresh;
   if (queued.length > 0) {
     await deps.webhooksQueue.addBulk(
       queued.map((e) => ({

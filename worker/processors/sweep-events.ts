@@ -18,6 +18,8 @@ import type { WebhookEndpointDoc } from '../../common/documents.js';
 import { deliveryJobId } from '../../common/events.js';
 import { JOBS, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
+import type { Redis } from 'ioredis';
+import { firstAttemptMarks } from '../webhooks/first-attempt.js';
 import type { PendingEvents } from '../webhooks/pending-events.js';
 import { deliveryJobOptions, eventTargets } from './dispatch-event.js';
 
@@ -29,6 +31,9 @@ export interface SweepDeps {
   webhooksQueue: TypedQueue<'webhooks'>;
   config: WebhookConfig;
   pending: PendingEvents;
+  /** Where the first attempts' marks are kept (../webhooks/first-attempt.ts). */
+  redis: Redis;
+  prefix: string;
 }
 
 type EndpointTargets = Pick<WebhookEndpointDoc, '_id' | 'status' | 'enabled_events'>;
@@ -59,7 +64,12 @@ export async function sweepEvents(
   let released = 0;
   for (const entry of stale) {
     const targets = eventTargets(await endpointsOf(entry.project, entry.livemode), { type: entry.type, createdMs: entry.created_ms });
-    const states = await Promise.all(targets.map((e) => deps.webhooksQueue.getJobState(deliveryJobId(entry._id, e._id))));
+    const [jobStates, marks] = await Promise.all([
+      Promise.all(targets.map((e) => deps.webhooksQueue.getJobState(deliveryJobId(entry._id, e._id)))),
+      firstAttemptMarks(deps.redis, deps.prefix, entry._id, targets.map((e) => e._id)),
+    ]);
+    // A first attempt made in place that delivered has no job: its mark stands for one.
+    const states = jobStates.map((state, i) => (state === 'unknown' && marks[i] === 'done' ? 'completed' : state));
     const vanished = targets.filter((_, i) => states[i] === 'unknown');
     if (vanished.length > 0) {
       await deps.webhooksQueue.addBulk(

@@ -22,6 +22,7 @@
  * succeeds. The recording job has the event and the fan-out has the endpoint already.
  */
 import { UnrecoverableError, type MinimalJob } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { WebhookEndpointDoc } from '../../common/documents.js';
 import { JOBS, type DeliverWebhookData, type TypedQueue } from '../../common/jobs.js';
 import { deliveryJobOptions } from '../processors/dispatch-event.js';
@@ -42,6 +43,27 @@ export interface FirstAttemptDeps extends DeliverDeps {
   limit: number;
   /** False while this worker's deliveries yield to creates: first attempts go to the queue then. */
   open: () => boolean;
+}
+
+/**
+ * What stands in for a delivery job's record when the first attempt is made in place:
+ * `started` once a first attempt is begun (its chain goes on in a job if it fails),
+ * `done` once it delivered. Kept as long as finished delivery jobs are (an hour), so
+ * that an event recorded again (a retried or re-run job, a sweep) is not delivered
+ * again to an endpoint that already has it, as a finished job's id used to prevent.
+ */
+export type FirstAttemptMark = 'started' | 'done';
+const MARK_TTL_MS = 3600_000;
+
+export function firstAttemptKey(prefix: string, eventId: string, endpointId: string): string {
+  return `${prefix}:first-attempt:${eventId}:${endpointId}`;
+}
+
+/** The mark of each (event, endpoint), in order; null where there is none. */
+export async function firstAttemptMarks(redis: Redis, prefix: string, eventId: string, endpointIds: string[]): Promise<Array<FirstAttemptMark | null>> {
+  if (endpointIds.length === 0) return [];
+  const values = await redis.mget(...endpointIds.map((id) => firstAttemptKey(prefix, eventId, id)));
+  return values.map((v) => (v === 'started' || v === 'done' ? v : null));
 }
 
 /** The attempts of a delivery chain made before its job: 0 but for a chain begun in place. */
@@ -88,8 +110,11 @@ export class FirstAttempts {
 
   private async run(event: StoredEvent, endpoint: WebhookEndpointDoc): Promise<void> {
     const deps = this.deps;
+    const mark = firstAttemptKey(deps.prefix, event.id, endpoint._id);
     let posted = false;
     try {
+      // One first attempt per (event, endpoint), however often the event is recorded.
+      if ((await deps.redis.set(mark, 'started', 'PX', MARK_TTL_MS, 'NX')) !== 'OK') return;
       const slot = await this.slot(endpoint._id);
       if (!slot) {
         this.outcomes.deferred++;
@@ -105,6 +130,7 @@ export class FirstAttempts {
       });
       await afterAttempt(deps, endpoint, event.id, 1, sent, { in_place: true });
       this.outcomes.delivered++;
+      await deps.redis.set(mark, 'done', 'PX', MARK_TTL_MS).catch(() => undefined);
       await this.finished(event.id, endpoint._id);
     } catch (err) {
       this.outcomes[err instanceof UnrecoverableError || err instanceof DeliveryFailedError ? 'failed' : 'deferred']++;

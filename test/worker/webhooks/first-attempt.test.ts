@@ -14,6 +14,8 @@ import { IdGenerator } from '../../../common/ids.js';
 import { QUEUES, type TypedQueue } from '../../../common/jobs.js';
 import { createLogger } from '../../../common/logger.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
+import { dispatchEvent, type DispatchDeps } from '../../../worker/processors/dispatch-event.js';
+import { sweepEvents } from '../../../worker/processors/sweep-events.js';
 import { WriteGate } from '../../../worker/lifecycle/write-gate.js';
 import { endpointSlots } from '../../../worker/webhooks/endpoint-slots.js';
 import { FirstAttempts, priorAttempts, type FirstAttemptDeps } from '../../../worker/webhooks/first-attempt.js';
@@ -24,6 +26,7 @@ import { uniqueName, until } from '../../helpers/service.js';
 
 const SECRET = `whsec_${Buffer.from('first-attempt-test-secret-0123456').toString('base64')}`;
 const FIRST_RETRY_MS = 60_000;
+const ids = new IdGenerator(Date.now);
 
 let stack: Stack;
 let receiver: Receiver;
@@ -66,14 +69,14 @@ function setUp(t: import('ava').ExecutionContext, overrides: Partial<FirstAttemp
     await first.drain();
     await pending.close();
   });
-  return { first, pending, slots };
+  return { first, pending, slots, deps };
 }
 
 /** An endpoint and an event of its scope, with the event's outbox entry and pending set, as the fan-out leaves them. */
 async function eventFor(pending: PendingEvents, path: string) {
   const project = uniqueName('p');
   const endpoint: WebhookEndpointDoc = {
-    _id: uniqueName('we'),
+    _id: ids.next('webhook_endpoint'),
     project,
     livemode: false,
     url: receiver.url(path),
@@ -87,7 +90,7 @@ async function eventFor(pending: PendingEvents, path: string) {
     disabled_reason: null,
   };
   await stack.mongo.collections.webhookEndpoints.insertOne(endpoint);
-  const id = uniqueName('evt');
+  const id = ids.next('event');
   const json = JSON.stringify({ id, object: 'event', type: 'payment_intent.created', data: { object: { id: 'pi_1' } } });
   const event = { id, type: 'payment_intent.created', project, livemode: false, json };
   await stack.mongo.collections.outbox.insertOne({ _id: id, project, livemode: false, type: event.type, json, created_ms: Date.now() });
@@ -168,4 +171,44 @@ test('no first attempt without room, while yielding, or ahead of deliveries wait
   t.deepEqual(job.data, { eventId: b.event.id, endpointId: b.endpoint._id }, 'nothing attempted: the job makes attempt 1');
   t.is(job.opts.attempts, 3);
   t.is(receiver.received(path).length, 0, 'nothing was sent');
+});
+
+// Serial (run before the others): its sweep reads the whole outbox.
+test.serial('an event recorded again (a re-run job) is not delivered again where its first attempt delivered, and the sweeper counts that as done', async (t) => {
+  const { first, pending, deps } = setUp(t);
+  const path = `/${uniqueName('once')}`;
+  const { endpoint, event } = await eventFor(pending, path);
+  const dispatch: DispatchDeps = {
+    collections: deps.collections,
+    webhooksQueue: deps.webhooksQueue,
+    config: deps.config,
+    pending,
+    redis: deps.redis,
+    prefix: deps.prefix,
+    first,
+  };
+  const data = { eventId: event.id, project: event.project, livemode: false, type: event.type, createdMs: Date.now() };
+
+  await dispatchEvent(dispatch, data, event.json);
+  await receiver.waitFor(path);
+  await first.drain();
+  await pending.flush();
+  t.false(await outboxHas(event.id));
+
+  // The job runs again: its outbox entry is written again, and fanned out again.
+  await stack.mongo.collections.outbox.insertOne({ _id: event.id, project: event.project, livemode: false, type: event.type, json: event.json, created_ms: data.createdMs });
+  await dispatchEvent(dispatch, data, event.json);
+  // The dispatch job's way (no JSON: jobs only) adds nothing either.
+  await dispatchEvent(dispatch, data);
+  await first.drain();
+  await pending.flush();
+  t.false(await outboxHas(event.id), 'the entry written again is released');
+  t.is(await queue.getJobState(deliveryJobId(event.id, endpoint._id)), 'unknown', 'no delivery job');
+
+  // An entry left behind (its release lost with Redis): the sweep releases it, sending nothing.
+  await stack.mongo.collections.outbox.insertOne({ _id: event.id, project: event.project, livemode: false, type: event.type, json: event.json, created_ms: data.createdMs });
+  const swept = await sweepEvents({ ...dispatch }, { nowMs: Date.now() + 1, ageMs: 0 });
+  t.like(swept, { requeued: 0, released: 1 });
+  t.false(await outboxHas(event.id));
+  t.is(receiver.received(path).length, 1, 'delivered once');
 });
