@@ -124,13 +124,13 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots, attempts, redis: redis.commands, prefix };
   // The delivery worker, once started: first attempts are made in place only while it
   // takes deliveries at full concurrency (not while they yield to creates).
-  let deliveries: { concurrency: number } | undefined;
+  const deliveries: { worker?: { concurrency: number } } = {};
   const first = new FirstAttempts({
     ...deliverDeps,
     pending,
     webhooksQueue,
     limit: config.webhooks.concurrency,
-    open: () => deliveries !== undefined && deliveries.concurrency >= config.webhooks.concurrency,
+    open: () => deliveries.worker !== undefined && deliveries.worker.concurrency >= config.webhooks.concurrency,
   });
   const dispatchDeps = { collections, webhooksQueue, config: config.webhooks, pending, first, redis: redis.commands, prefix };
   // Events are fanned out in the job that records them (their first attempts made
@@ -282,7 +282,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     },
     { ...common, concurrency: config.webhooks.concurrency },
   );
-  deliveries = webhooks;
+  deliveries.worker = webhooks;
 
   const workers = [creates, intents, maintenance, events, webhooks];
   for (const w of workers) {
