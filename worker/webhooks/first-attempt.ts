@@ -11,9 +11,11 @@
  *   Retry-After), numbered from 2 (`prior`); after a fault of ours (Redis or MongoDB
  *   away), at once. If even that enqueue fails, the event's outbox entry is still
  *   there, and the sweeper enqueues its delivery (sweep-events.ts).
- * - Never ahead of the queue: no first attempt while this worker's deliveries yield
- *   to creates (yield-to-creates.ts), beyond `limit` in flight in this process, or
- *   while deliveries of the endpoint wait for a slot; each of those goes to a job.
+ * - Never ahead of the queue: at most `limit` first attempts in flight in this
+ *   process, a tenth of it while this worker's deliveries yield to creates
+ *   (yield-to-creates.ts); the others wait in the process, in order (up to a bound in
+ *   bytes, past which they go to jobs). A first attempt never passes deliveries of
+ *   its endpoint waiting for a slot: it goes to a job then.
  * - Never lost: the outbox entry stays until the attempt has succeeded (or the chain
  *   is over), so a worker killed mid-attempt leaves its delivery to the sweeper.
  *
@@ -41,8 +43,10 @@ export interface FirstAttemptDeps extends DeliverDeps {
   webhooksQueue: TypedQueue<'webhooks'>;
   /** At most this many first attempts in flight in this process. */
   limit: number;
-  /** False while this worker's deliveries yield to creates: first attempts go to the queue then. */
+  /** False while this worker's deliveries yield to creates: a tenth of `limit` then. */
   open: () => boolean;
+  /** Bytes of event JSON held waiting for room (default 8 MiB). */
+  heldMaxBytes?: number;
 }
 
 /**
@@ -75,27 +79,52 @@ export function priorAttempts(job: MinimalJob | undefined): number {
 /** How first attempts ended: delivered, failed (the chain goes on in a job, or is over), or left to a job unmade. */
 export type FirstAttemptOutcome = 'delivered' | 'failed' | 'deferred';
 
+/**
+ * First attempts wait in the process, in order, while `limit` of them are in flight
+ * (a tenth of it while deliveries yield to creates), up to this many bytes of event
+ * JSON; past that they go to delivery jobs. A held attempt costs its memory only,
+ * where a job costs a BullMQ round and two reads when it runs. One lost with its
+ * process (killed) leaves its outbox entry to the sweeper.
+ */
+const HELD_MAX_BYTES = 8 * 1024 * 1024;
+/** How often held attempts are looked at again while none finishes (the yield may have ended). */
+const PUMP_MS = 200;
+
+interface Held {
+  event: StoredEvent;
+  endpoint: WebhookEndpointDoc;
+  bytes: number;
+}
+
 export class FirstAttempts {
   private readonly inFlight = new Set<Promise<void>>();
+  private held: Held[] = [];
+  private heldBytes = 0;
+  private pumpTimer: NodeJS.Timeout | null = null;
   /** Counts by outcome, since the process started (the worker's metrics read them). */
   readonly outcomes: Record<FirstAttemptOutcome, number> = { delivered: 0, failed: 0, deferred: 0 };
 
   constructor(private readonly deps: FirstAttemptDeps) {}
 
   /**
-   * Starts the first attempt of the event's delivery to each endpoint there is room
-   * for, and returns the endpoints left over, for delivery jobs. The attempts run on
-   * after this returns: the caller's job does not wait for receivers.
+   * Takes the first attempt of the event's delivery to each endpoint there is room
+   * for (in flight, or held until there is), and returns the endpoints left over, for
+   * delivery jobs. The attempts run on after this returns: the caller's job does not
+   * wait for receivers.
    */
   take<E extends WebhookEndpointDoc>(event: StoredEvent, endpoints: E[]): E[] {
-    if (!this.deps.open()) return endpoints;
-    const room = Math.max(0, this.deps.limit - this.inFlight.size);
-    const taken = endpoints.slice(0, room);
-    for (const endpoint of taken) {
-      const run: Promise<void> = this.run(event, endpoint).finally(() => this.inFlight.delete(run));
-      this.inFlight.add(run);
+    const left: E[] = [];
+    const bytes = event.json.length;
+    for (const endpoint of endpoints) {
+      if (this.heldBytes + bytes > (this.deps.heldMaxBytes ?? HELD_MAX_BYTES)) {
+        left.push(endpoint);
+        continue;
+      }
+      this.held.push({ event, endpoint, bytes });
+      this.heldBytes += bytes;
     }
-    return endpoints.slice(taken.length);
+    this.pump();
+    return left;
   }
 
   /** How many are in flight. */
@@ -103,9 +132,42 @@ export class FirstAttempts {
     return this.inFlight.size;
   }
 
-  /** Resolves once every attempt in flight is over (shutdown). */
+  /** How many wait for room. */
+  get waiting(): number {
+    return this.held.length;
+  }
+
+  /** Shutdown: the attempts still held go to delivery jobs; resolves once those in flight are over. */
   async drain(): Promise<void> {
+    if (this.pumpTimer) clearTimeout(this.pumpTimer);
+    this.pumpTimer = null;
+    const held = this.held;
+    this.held = [];
+    this.heldBytes = 0;
+    this.outcomes.deferred += held.length;
+    await Promise.all(held.map(({ event, endpoint }) => this.continueInJob(event.id, endpoint._id, 0, 0)));
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Starts held attempts while there is room: all of `limit` when deliveries flow, a tenth while they yield. */
+  private pump(): void {
+    const room = this.deps.open() ? this.deps.limit : Math.max(1, Math.ceil(this.deps.limit / 10));
+    while (this.held.length > 0 && this.inFlight.size < room) {
+      const { event, endpoint, bytes } = this.held.shift() as Held;
+      this.heldBytes -= bytes;
+      const run: Promise<void> = this.run(event, endpoint).finally(() => {
+        this.inFlight.delete(run);
+        this.pump();
+      });
+      this.inFlight.add(run);
+    }
+    if (this.held.length > 0 && !this.pumpTimer) {
+      this.pumpTimer = setTimeout(() => {
+        this.pumpTimer = null;
+        this.pump();
+      }, PUMP_MS);
+      this.pumpTimer.unref();
+    }
   }
 
   private async run(event: StoredEvent, endpoint: WebhookEndpointDoc): Promise<void> {

@@ -1,9 +1,10 @@
 /**
  * First attempts made in place (worker/webhooks/first-attempt.ts), on a real Redis,
  * FerretDB and receiver: a delivered one leaves no job and releases the outbox entry;
- * a failed one leaves the rest of the chain to a delayed job numbered from 2; one
- * that may not go first (no room, yielding, deliveries waiting) becomes a job
- * untouched; shutdown waits for those in flight.
+ * a failed one leaves the rest of the chain to a delayed job numbered from 2; while
+ * deliveries yield, most wait in the process, in order; one that may not go first
+ * (deliveries of its endpoint waiting, or past the bound of those held) becomes a
+ * job untouched; shutdown sends those held to jobs and waits for those in flight.
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
@@ -154,14 +155,48 @@ test('a receiver that hangs past the timeout is a failed attempt, and shutdown w
   t.like((await attemptsOf(event.id))[0], { attempt: 1, succeeded: false, error: 'timeout' });
 });
 
-test('no first attempt without room, while yielding, or ahead of deliveries waiting for the endpoint', async (t) => {
-  const closed = setUp(t, { open: () => false });
-  const full = setUp(t, { limit: 0 });
-  const path = `/${uniqueName('queued')}`;
-  const a = await eventFor(closed.pending, path);
-  t.deepEqual(closed.first.take(a.event, [a.endpoint]), [a.endpoint], 'yielding: left to a job');
-  t.deepEqual(full.first.take(a.event, [a.endpoint]), [a.endpoint], 'no room: left to a job');
+test('while deliveries yield, a tenth of the limit is in flight and the rest wait in order, up to a bound in bytes; then all go', async (t) => {
+  let open = false;
+  const path = `/${uniqueName('yielding')}`;
+  receiver.on(path, () => ({ hang: true }));
+  const probe = setUp(t);
+  const sample = await eventFor(probe.pending, path);
+  const { first, pending } = setUp(t, { open: () => open, limit: 10, heldMaxBytes: 3 * sample.event.json.length });
+  const made = [];
+  for (let i = 0; i < 5; i++) made.push(await eventFor(pending, path));
+  const left = made.map(({ event, endpoint }) => first.take(event, [endpoint]));
+  t.deepEqual(left.slice(0, 4), [[], [], [], []], 'taken: one in flight, three held');
+  t.deepEqual(left[4], [made[4]!.endpoint], 'past the bound: left to a job');
+  t.is(first.size, 1);
+  t.is(first.waiting, 3);
 
+  open = true;
+  await until('the held attempts to start', () => (first.waiting === 0 ? true : undefined), 5000);
+  await receiver.waitFor(path, 4);
+  const order = receiver.received(path).map((r) => JSON.parse(r.body.toString('utf8')).id as string);
+  t.is(order[0], made[0]!.event.id, 'the one in flight first');
+  // Started together once open, in the order taken; they may reach the receiver in another.
+  t.deepEqual(order.slice(1).sort(), made.slice(1, 4).map(({ event }) => event.id).sort());
+});
+
+test('shutdown sends the attempts still held to delivery jobs, and waits for those in flight', async (t) => {
+  const path = `/${uniqueName('closing')}`;
+  receiver.on(path, () => ({ hang: true }));
+  const { first, pending } = setUp(t, { open: () => false, limit: 10 });
+  const made = [];
+  for (let i = 0; i < 3; i++) made.push(await eventFor(pending, path));
+  for (const { event, endpoint } of made) first.take(event, [endpoint]);
+  t.is(first.size, 1);
+  t.is(first.waiting, 2);
+  await first.drain();
+  const jobs = await Promise.all(made.map(({ event, endpoint }) => queue.getJob(deliveryJobId(event.id, endpoint._id))));
+  t.like(jobs[0]?.data, { prior: 1 }, 'the attempt in flight failed (timeout): its chain goes on from attempt 2');
+  t.deepEqual(jobs[1]?.data, { eventId: made[1]!.event.id, endpointId: made[1]!.endpoint._id }, 'held: attempt 1 is the job\'s');
+  t.deepEqual(jobs[2]?.data, { eventId: made[2]!.event.id, endpointId: made[2]!.endpoint._id });
+});
+
+test('no first attempt ahead of deliveries waiting for the endpoint', async (t) => {
+  const path = `/${uniqueName('queued')}`;
   const open = setUp(t);
   const b = await eventFor(open.pending, path);
   await open.slots.park(b.endpoint._id, 'an-earlier-delivery');
