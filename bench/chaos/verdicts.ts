@@ -88,13 +88,19 @@ export interface EventFigures {
   redelivered: number;
   badSignatures: number;
   outboxLeft: number;
+  /** Seconds from the last event's arrival until the outbox was empty; null: it never was, within --settle. */
+  outboxEmptyAfterS: number | null;
 }
 
 export function eventIdsOf(keys: KeyRecord[]): string[] {
   return keys.flatMap((k) => (k.answer ? [createdEventId(k.answer.id)] : []));
 }
 
-export function checkEvents(keys: KeyRecord[], receiver: VerifyingReceiver, outboxLeft: number): { verdict: Verdict; figures: EventFigures } {
+export function checkEvents(
+  keys: KeyRecord[],
+  receiver: VerifyingReceiver,
+  outbox: { left: number; emptyAfterS: number | null },
+): { verdict: Verdict; figures: EventFigures } {
   const expected = eventIdsOf(keys);
   const delivered = expected.filter((id) => receiver.verified.has(id)).length;
   let redelivered = 0;
@@ -106,10 +112,11 @@ export function checkEvents(keys: KeyRecord[], receiver: VerifyingReceiver, outb
     deliveries: receiver.deliveries,
     redelivered,
     badSignatures: receiver.badSignatures + receiver.unverifiable,
-    outboxLeft,
+    outboxLeft: outbox.left,
+    outboxEmptyAfterS: outbox.emptyAfterS,
   };
   const pass = delivered === expected.length && figures.badSignatures === 0;
-  const detail = `${delivered}/${expected.length} created events received correctly signed (${receiver.deliveries} deliveries, ${redelivered} repeats, ${figures.badSignatures} bad signatures; ${outboxLeft} outbox entries left)`;
+  const detail = `${delivered}/${expected.length} created events received correctly signed (${receiver.deliveries} deliveries, ${redelivered} repeats, ${figures.badSignatures} bad signatures; ${outbox.emptyAfterS === null ? `${outbox.left} outbox entries left` : `outbox empty ${outbox.emptyAfterS} s after the last arrival`})`;
   return { verdict: { name: 'every created event delivered, signed', pass, detail }, figures };
 }
 
