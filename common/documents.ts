@@ -132,6 +132,20 @@ export interface IdempotencyRecordDoc {
   expires_at: number;
 }
 
+/**
+ * Which object a create's idempotency key made: `_id` is the key's scope hash. A
+ * hint for the worker's duplicate-key path (worker/processors/create.ts), which would
+ * otherwise find the key's object by its `idem` field, a scan of every object on
+ * FerretDB; the object itself stays the record (its unique `idem` field decides).
+ */
+export interface IdempotencyKeyDoc {
+  _id: string;
+  /** The object's id. */
+  object: string;
+  /** Epoch ms: the key's expiry, after which the sweeper deletes the pointer. */
+  expires_at: number;
+}
+
 export interface WebhookEndpointDoc extends IdempotencyFields {
   _id: string;
   project: string;

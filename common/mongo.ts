@@ -1,7 +1,7 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, EventDoc, IdempotencyRecordDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
@@ -11,6 +11,7 @@ export interface Collections {
   webhookAttempts: Collection<WebhookAttemptDoc>;
   events: Collection<EventDoc>;
   idempotencyRecords: Collection<IdempotencyRecordDoc>;
+  idempotencyKeys: Collection<IdempotencyKeyDoc>;
 }
 
 export interface Mongo {
@@ -48,7 +49,7 @@ const ferretdb = new WeakMap<Db, Promise<boolean>>();
 /**
  * Whether the server is FerretDB (its `buildInfo` names a `ferretdbVersion`), asked
  * once per database handle. Used only where FerretDB's costs call for another shape
- * of the same operation (worker/lifecycle/transition.ts).
+ * of the same operation (worker/lifecycle/transition.ts, worker/processors/create.ts).
  */
 export function servedByFerretDB(db: Db): Promise<boolean> {
   let known = ferretdb.get(db);
@@ -70,6 +71,7 @@ export function collections(db: Db): Collections {
     webhookAttempts: db.collection<WebhookAttemptDoc>('webhook_attempts'),
     events: db.collection<EventDoc>('events'),
     idempotencyRecords: db.collection<IdempotencyRecordDoc>('idempotency_records'),
+    idempotencyKeys: db.collection<IdempotencyKeyDoc>('idempotency_keys'),
   };
 }
 
@@ -159,6 +161,7 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     index(c.events, scoped, { name: 'scope_id' }),
     index(c.events, { project: 1, livemode: 1, type: 1, _id: -1 }, { name: 'scope_type_id' }),
     index(c.idempotencyRecords, { expires_at: 1 }, { name: 'expires_at' }),
+    index(c.idempotencyKeys, { expires_at: 1 }, { name: 'expires_at' }),
   ];
   const existing = new Map<Collection, Promise<Set<string>>>();
   const namesOf = (collection: Collection) => {

@@ -115,7 +115,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   // One gate for the process's batched inserts and transition updates (write-gate.ts).
   const writes = new WriteGate(WRITES_IN_FLIGHT);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
-  const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
+  const createDeps = { collections, redis: redis.commands, prefix, now, inserts, keyPointers: () => servedByFerretDB(mongo.db) };
   const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
   const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, leaseMs: SLOT_LEASE_MS });
   // Attempts are recorded after their POST, where no client waits: a longer window

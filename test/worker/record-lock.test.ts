@@ -101,6 +101,10 @@ test.serial("the idempotency sweep frees each expired key under its object's loc
     { ...base, _id: `${prefix}_busy`, idem: `${prefix}-k2`, idem_expires_at: now - 1000 },
     { ...base, _id: `${prefix}_fresh`, idem: `${prefix}-k3`, idem_expires_at: now + 60_000 },
   ] as unknown as PaymentIntentDoc[]);
+  await collections.idempotencyKeys.insertMany([
+    { _id: `${prefix}-k1`, object: `${prefix}_expired`, expires_at: now - 1000 },
+    { _id: `${prefix}-k3`, object: `${prefix}_fresh`, expires_at: now + 60_000 },
+  ]);
   // A transition of the busy intent holds its lock.
   const lockKey = intentLockKey(prefix, `${prefix}_busy`);
   await redis.set(lockKey, 'a transition', 'PX', 30_000);
@@ -120,4 +124,6 @@ test.serial("the idempotency sweep frees each expired key under its object's loc
   t.is(docs.get(`${prefix}_busy`)?.idem, undefined);
   t.is(docs.get(`${prefix}_busy`)?.status, 'succeeded', 'the transition made under the lock is kept');
   t.is(docs.get(`${prefix}_fresh`)?.idem, `${prefix}-k3`, 'a live key stays');
+  const pointers = await collections.idempotencyKeys.find({ _id: { $in: [`${prefix}-k1`, `${prefix}-k3`] } }).toArray();
+  t.deepEqual(pointers.map((p) => p._id), [`${prefix}-k3`], 'an expired key\'s pointer goes, a live one stays');
 });

@@ -6,7 +6,12 @@
  *   connection) hits the duplicate `_id` and answers with the stored object. A keyed
  *   object carries its key's hash in a unique field, so a second job for the same
  *   key (its first job long gone from Redis) hits that instead and answers with the
- *   object the key created.
+ *   object the key created. That object is found through the key's pointer
+ *   (`idempotency_keys`, by `_id`, written beside the object), and by its `idem`
+ *   field only when the pointer is missing or stale: on FerretDB that look-up
+ *   decodes every object, up to a second of its CPU each with a few thousand
+ *   intents, and after a Redis rollback each key that Redis forgot costs one. (On a
+ *   real MongoDB that look-up is an index look-up: no pointers are written there.)
  * - One insert, so the object, its idempotency record and its created event exist
  *   together or not at all. The response is the presentation of the stored
  *   document, the same bytes every time. Before the job completes, Redis gets the
@@ -40,6 +45,11 @@ export interface CreateDeps {
   inserts: InsertBatcher;
   prefix: string;
   now: () => number;
+  /**
+   * Whether keyed creates write their key's pointer (default: yes). Only FerretDB
+   * needs it: a real MongoDB finds a key's object in the unique `idem` index.
+   */
+  keyPointers?: () => Promise<boolean>;
 }
 
 interface CreateJobCommon extends Scope {
@@ -126,9 +136,13 @@ async function insertOnce<D extends Stored>(
   if (idem) Object.assign(fresh, { idem: idem.scopeHash, idem_fp: idem.fingerprint, idem_expires_at: idem.expiresAt });
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      // The first try joins a group commit; a retry after freeing an expired key goes alone.
-      if (attempt === 0) await deps.inserts.insert(spec.collection, fresh);
-      else await spec.collection.insertOne(fresh as Parameters<Collection<D>['insertOne']>[0]);
+      // The first try joins a group commit, the key's pointer beside it; a retry after
+      // freeing an expired key goes alone, and then points the key at its object.
+      if (attempt === 0) await Promise.all([deps.inserts.insert(spec.collection, fresh), idem && pointKey(deps, idem, data.id)]);
+      else {
+        await spec.collection.insertOne(fresh as Parameters<Collection<D>['insertOne']>[0]);
+        if (idem) await repointKey(deps, idem, data.id);
+      }
       return { doc: fresh, replayed: false };
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
@@ -141,7 +155,12 @@ async function insertOnce<D extends Stored>(
     if (same && !idem) return { doc: same, replayed: false };
     if (idem) {
       const ours = same !== null && same.idem === idem.scopeHash;
-      const holder = ours ? same : ((await spec.collection.findOne({ idem: idem.scopeHash } as Filter<D>)) as D | null);
+      let holder = ours ? same : await pointedHolder(deps, spec.collection, idem.scopeHash);
+      if (!holder) {
+        holder = (await spec.collection.findOne({ idem: idem.scopeHash } as Filter<D>)) as D | null;
+        // Found the long way: the next duplicate of this key takes the short one.
+        if (holder) await repointKey(deps, idem, holder._id);
+      }
       if (holder) {
         if (!ours && (holder.idem_expires_at ?? 0) <= deps.now()) {
           // Expired, and the sweeper has not freed it yet: free it and try again.
@@ -159,4 +178,31 @@ async function insertOnce<D extends Stored>(
     if (same) return { doc: same, replayed: false };
   }
   throw new Error(`could not insert ${data.id}: duplicate key, yet no document holds it`);
+}
+
+/**
+ * Points the key at the object being inserted. A hint, never the record: a pointer
+ * that is already there (this job run again, or another job of the key, whose
+ * object's unique `idem` then refuses this one) stays, and a failure only leaves the
+ * look-up by `idem` to a later duplicate.
+ */
+async function pointKey(deps: CreateDeps, idem: IdempotencyJobInfo, objectId: string): Promise<void> {
+  if (deps.keyPointers && !(await deps.keyPointers().catch(() => true))) return;
+  await deps.inserts.insert(deps.collections.idempotencyKeys, { _id: idem.scopeHash, object: objectId, expires_at: idem.expiresAt }).catch(() => undefined);
+}
+
+/** After an expired key was freed: the pointer moves to the key's new object. */
+async function repointKey(deps: CreateDeps, idem: IdempotencyJobInfo, objectId: string): Promise<void> {
+  if (deps.keyPointers && !(await deps.keyPointers().catch(() => true))) return;
+  await deps.collections.idempotencyKeys
+    .replaceOne({ _id: idem.scopeHash }, { object: objectId, expires_at: idem.expiresAt }, { upsert: true })
+    .catch(() => undefined);
+}
+
+/** The object the key's pointer names, if it still holds the key; two reads by `_id`. */
+async function pointedHolder<D extends Stored>(deps: CreateDeps, collection: Collection<D>, scopeHash: string): Promise<D | null> {
+  const pointer = await deps.collections.idempotencyKeys.findOne({ _id: scopeHash });
+  if (!pointer) return null;
+  const doc = (await collection.findOne({ _id: pointer.object } as Filter<D>)) as D | null;
+  return doc?.idem === scopeHash ? doc : null;
 }

@@ -29,6 +29,8 @@ export async function sweepIdempotency(deps: SweepIdempotencyDeps, now: number):
     freeExpired(deps, c.webhookEndpoints as unknown as Collection<Holder>, now),
     // The records of mutations (confirm, cancel, updates) are documents of their own.
     c.idempotencyRecords.deleteMany({ expires_at: { $lte: now } }),
+    // The creates' pointers (worker/processors/create.ts) go with their keys; not counted.
+    c.idempotencyKeys.deleteMany({ expires_at: { $lte: now } }),
   ]);
   return { freed: pis + endpoints + records.deletedCount };
 }

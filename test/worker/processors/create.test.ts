@@ -13,6 +13,8 @@ import { openQueue, QUEUES, resultsChannel, type CreateJobResult, type CreatePay
 import { createdEventId, dispatchJobId, PAYMENT_INTENT_CREATED } from '../../../common/events.js';
 import { markScopeHooked } from '../../../worker/webhooks/subscriptions.js';
 import { createRedis } from '../../../common/redis.js';
+import { collections as collectionsOf, type Collections } from '../../../common/mongo.js';
+import { MongoClient, type CommandStartedEvent } from 'mongodb';
 import { InsertBatcher } from '../../../worker/group-commit.js';
 import { createPaymentIntent } from '../../../worker/processors/create-payment-intent.js';
 import { FakeClock, openStack, type Stack } from '../../helpers/in-process.js';
@@ -46,15 +48,16 @@ test.after.always(async () => {
 });
 
 /** One test's world: its scope, its clock, and jobs as the api would enqueue them. */
-function world(options: { fanOut?: (event: DispatchEventData) => Promise<unknown> } = {}) {
+function world(options: { fanOut?: (event: DispatchEventData) => Promise<unknown>; collections?: Collections; keyPointers?: () => Promise<boolean> } = {}) {
   const scope: Scope = { project: uniqueName('create'), livemode: false };
   const clock = new FakeClock();
   const ids = new IdGenerator(clock.now);
   // The first insert of each job goes through group commit, as in the worker.
   const inserts = new InsertBatcher({ maxDocs: 16, waitMs: 2 });
   const deps = {
-    collections: stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue, intentsQueue, inserts,
+    collections: options.collections ?? stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue, intentsQueue, inserts,
     fanOut: options.fanOut,
+    keyPointers: options.keyPointers,
   };
   return {
     scope,
@@ -142,6 +145,59 @@ test('a second job with the same key and the same request answers with the objec
   t.deepEqual((await w.stored()).map((doc) => doc._id), [first.data.id]);
 });
 
+test('a keyed create points its key at its object, and a second job of the key finds the object through it, by `_id` alone', async (t) => {
+  // The processor's commands, seen by a client of its own.
+  const client = new MongoClient(stack.config.mongodbUrl, { monitorCommands: true });
+  const finds: Array<Record<string, unknown>> = [];
+  client.on('commandStarted', (event: CommandStartedEvent) => {
+    if (event.commandName === 'find') finds.push({ collection: event.command.find, ...(event.command.filter as object) });
+  });
+  t.teardown(() => client.close());
+  const w = world({ collections: collectionsOf(client.db(stack.config.mongodbDb)) });
+  const first = w.job({ key: 'pointed', amount: 250 });
+  const second = w.job({ key: 'pointed', amount: 250 });
+  await w.run(first);
+  const scopeHash = first.data.idempotency!.scopeHash;
+  t.deepEqual(await stack.mongo.collections.idempotencyKeys.findOne({ _id: scopeHash }), {
+    _id: scopeHash, object: first.data.id, expires_at: first.data.idempotency!.expiresAt,
+  });
+  finds.length = 0;
+  t.deepEqual(await w.run(second), { ok: true, id: first.data.id, status: 200 });
+  t.is((await answer(second, 2)).body, (await answer(first, 1)).body);
+  t.true(finds.length > 0);
+  t.deepEqual(finds.filter((f) => 'idem' in f), [], 'no look-up by key (a scan of every object on FerretDB)');
+  t.true(finds.some((f) => f.collection === 'payment_intents' && f._id === first.data.id), 'the object read by the id the pointer gave');
+});
+
+test('without key pointers (a real MongoDB), none is written, and a second job of the key finds the object by its key', async (t) => {
+  const w = world({ keyPointers: async () => false });
+  const first = w.job({ key: 'unpointed', amount: 270 });
+  const second = w.job({ key: 'unpointed', amount: 270 });
+  await w.run(first);
+  t.is(await stack.mongo.collections.idempotencyKeys.findOne({ _id: first.data.idempotency!.scopeHash }), null);
+  t.deepEqual(await w.run(second), { ok: true, id: first.data.id, status: 200 });
+  t.deepEqual((await w.stored()).map((doc) => doc._id), [first.data.id]);
+  t.is(await stack.mongo.collections.idempotencyKeys.findOne({ _id: first.data.idempotency!.scopeHash }), null, 'nor after the look-up by key');
+});
+
+test('a pointer that names another object is not trusted: the key is looked up, and the pointer moved to its object', async (t) => {
+  const w = world();
+  const first = w.job({ key: 'stale', amount: 260 });
+  const second = w.job({ key: 'stale', amount: 260 });
+  await w.run(first);
+  const scopeHash = first.data.idempotency!.scopeHash;
+  const other = w.job({ key: 'other', amount: 1 });
+  await w.run(other);
+  // As after a lost race, or a pointer left from a key freed since.
+  await stack.mongo.collections.idempotencyKeys.updateOne({ _id: scopeHash }, { $set: { object: other.data.id } });
+  t.deepEqual(await w.run(second), { ok: true, id: first.data.id, status: 200 });
+  t.is((await stack.mongo.collections.idempotencyKeys.findOne({ _id: scopeHash }))?.object, first.data.id);
+  await stack.mongo.collections.idempotencyKeys.deleteOne({ _id: scopeHash });
+  const third = w.job({ key: 'stale', amount: 260 });
+  t.deepEqual(await w.run(third), { ok: true, id: first.data.id, status: 200 }, 'and without a pointer');
+  t.deepEqual((await w.stored()).map((doc) => doc._id).sort(), [first.data.id, other.data.id].sort());
+});
+
 test('a second job with the same key and another request is idempotency_key_reused, and stores nothing', async (t) => {
   const w = world();
   const first = w.job({ key: 'reused', amount: 300 });
@@ -169,6 +225,7 @@ test('a holder whose key has expired by the clock is freed, and the new job inse
   t.is(oldDoc?.idem, undefined, 'the expired object gave up the key');
   t.like(newDoc, { _id: fresh.data.id, amount: 401, idem: fresh.data.idempotency?.scopeHash, idem_fp: fresh.data.idempotency?.fingerprint });
   t.is(JSON.parse((await answer(fresh, 2)).body).id, fresh.data.id);
+  t.is((await stack.mongo.collections.idempotencyKeys.findOne({ _id: fresh.data.idempotency!.scopeHash }))?.object, fresh.data.id, 'the key points at its new object');
 });
 
 test('in a scope with an endpoint, the outbox entry is written before the answer and the fan-out runs after it, in the job', async (t) => {
