@@ -9,6 +9,7 @@ import { parseBody } from './middleware/body.js';
 import { handleErrors } from './middleware/errors.js';
 import { makeGuards } from './middleware/guards.js';
 import { rateLimit } from './middleware/rate-limit.js';
+import { securityHeaders } from './middleware/security-headers.js';
 import { adminKeysRouter } from './routes/admin-keys.js';
 import { checkoutRouter } from './routes/checkout.js';
 import { eventRoutes } from './routes/events.js';
@@ -70,6 +71,8 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
     checkoutRouter(deps),
     ...((deps.extraRouters ?? []) as Array<Router<State>>),
   ];
+  // Outermost: its headers go on every answer, error answers included.
+  app.use(securityHeaders());
   app.use(handleErrors(deps));
   app.use(nameRoute());
   for (const router of routers) app.use(router.routes());
