@@ -12,6 +12,13 @@
  * queue is first in, first out, so a job enqueued now waits about that long, and
  * longer if the queue is growing. A request only reads the last sample.
  *
+ * Fair across scopes: a create is refused only when its own (project, livemode)
+ * has a job among the sampled ones that waited too long. One tenant's flood makes
+ * that tenant's creates wait and be refused, not everyone's (security review H1). A
+ * scope with no job in the backlog is admitted and waits its turn; if the backlog is
+ * everyone's (the workers are slow), its jobs show in the next samples, and it is
+ * refused too.
+ *
  * Jobs that were started before are left out: a killed worker's jobs come back to
  * the head of the queue as stalled, and a failed one after its backoff, each with
  * the age of its first enqueue. Their age says nothing of the wait a new job would
@@ -19,6 +26,7 @@
  * refuse every create for as long as its recovered jobs waited.
  */
 import type { Queue } from 'bullmq';
+import type { Scope } from '../common/jobs.js';
 
 /** How many of the oldest waiting jobs a sample reads, looking for one never started. */
 const SAMPLE_JOBS = 32;
@@ -34,6 +42,8 @@ export interface AdmissionOptions {
 export class CreateAdmission {
   /** Age of the oldest waiting create at the last sample; 0 when none, or unknown. */
   private oldestWaitMs = 0;
+  /** The scopes (`scopeOf`) with a sampled job that has waited longer than the limit. */
+  private overdue = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private sampling = false;
 
@@ -59,21 +69,39 @@ export class CreateAdmission {
     this.sampling = true;
     try {
       const waiting = await this.queue.getWaiting(0, SAMPLE_JOBS - 1);
-      const oldest = waiting.find((job) => !(job.attemptsStarted > 0));
-      this.oldestWaitMs = oldest ? Math.max(0, this.options.now() - oldest.timestamp) : 0;
+      const fresh = waiting.filter((job) => !(job.attemptsStarted > 0));
+      const now = this.options.now();
+      const oldest = fresh[0];
+      this.oldestWaitMs = oldest ? Math.max(0, now - oldest.timestamp) : 0;
+      const overdue = new Set<string>();
+      for (const job of fresh) {
+        if (now - job.timestamp <= this.options.limitMs) continue;
+        const data = job.data as Partial<Scope> | undefined;
+        if (data && typeof data.project === 'string') overdue.add(scopeOf({ project: data.project, livemode: data.livemode === true }));
+      }
+      this.overdue = overdue;
     } catch {
       // Redis away: the enqueue itself answers 503 then; no stale refusal meanwhile.
       this.oldestWaitMs = 0;
+      this.overdue = new Set();
     } finally {
       this.sampling = false;
     }
   }
 
-  /** Null when a create may be accepted; else the seconds for `Retry-After`. */
-  refusal(): number | null {
+  /**
+   * Null when a create of `scope` may be accepted; else the seconds for `Retry-After`.
+   * Without a scope, whether any create would be refused.
+   */
+  refusal(scope?: Scope): number | null {
     const limit = this.options.limitMs;
     if (limit <= 0 || this.oldestWaitMs <= limit) return null;
+    if (scope && !this.overdue.has(scopeOf(scope))) return null;
     // Roughly when the backlog over the limit will have drained, if it drains as fast as it grew.
     return Math.min(10, Math.max(1, Math.ceil((this.oldestWaitMs - limit) / 1000)));
   }
+}
+
+function scopeOf(scope: Scope): string {
+  return `${scope.livemode ? 'live' : 'test'}:${scope.project}`;
 }

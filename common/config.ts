@@ -57,6 +57,8 @@ export interface Config {
   simulator: SimulatorConfig;
   /** How often the worker re-enqueues the delayed jobs of intents with a step ahead (in case Redis lost them). */
   intentsSweepIntervalMs: number;
+  /** Declined or failed confirms one payment intent may have; the next confirm is refused (`payment_attempt_limit`). */
+  confirmFailureLimit: number;
 }
 
 /**
@@ -112,6 +114,16 @@ export interface WebhookConfig {
   endpointConcurrency: number;
   /** Webhook endpoints per (project, livemode). */
   endpointLimit: number;
+  /** A test call's own POST timeout (`POST /v1/webhook_endpoints/{id}/test`). */
+  testTimeoutMs: number;
+  /** Test calls in flight per (project, livemode), across api processes; more get 429. */
+  testsInFlight: number;
+  /** Delivery chains one `recover` queues at most; it answers `has_more` when it left some. */
+  recoverMax: number;
+  /** Redeliveries (resend, recover) waiting or delayed per endpoint; past it resend and recover are refused. */
+  endpointRedeliveryLimit: number;
+  /** Attempts of a redelivery chain: the first steps of `retrySchedule` only. */
+  redeliveryAttempts: number;
 }
 
 const SECOND = 1000;
@@ -168,6 +180,12 @@ const schema = Joi.object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Joi.boolean().default(false),
   WEBHOOK_ENDPOINT_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(16),
   WEBHOOK_ENDPOINT_LIMIT: Joi.number().integer().min(1).max(10_000).default(16),
+  WEBHOOK_TEST_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(5_000),
+  WEBHOOK_TESTS_IN_FLIGHT: Joi.number().integer().min(1).max(1000).default(2),
+  WEBHOOK_RECOVER_MAX: Joi.number().integer().min(1).max(1_000_000).default(10_000),
+  WEBHOOK_ENDPOINT_REDELIVERY_LIMIT: Joi.number().integer().min(1).max(1_000_000).default(10_000),
+  WEBHOOK_REDELIVERY_ATTEMPTS: Joi.number().integer().min(1).max(100).default(4),
+  CONFIRM_FAILURE_LIMIT: Joi.number().integer().min(1).max(10_000).default(20),
   SIMULATOR_APPROVAL_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(3 * SECOND),
   SIMULATOR_PROCESSING_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(2 * SECOND),
   SIMULATOR_SLOW_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(60 * SECOND),
@@ -234,6 +252,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       maxConnections: value.HTTP_MAX_CONNECTIONS,
     },
     intentsSweepIntervalMs: value.INTENTS_SWEEP_INTERVAL_MS,
+    confirmFailureLimit: value.CONFIRM_FAILURE_LIMIT,
     simulator: {
       approvalDelayMs: value.SIMULATOR_APPROVAL_DELAY_MS,
       processingDelayMs: value.SIMULATOR_PROCESSING_DELAY_MS,
@@ -253,6 +272,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       allowPrivateTargets: value.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       endpointConcurrency: value.WEBHOOK_ENDPOINT_CONCURRENCY,
       endpointLimit: value.WEBHOOK_ENDPOINT_LIMIT,
+      testTimeoutMs: value.WEBHOOK_TEST_TIMEOUT_MS,
+      testsInFlight: value.WEBHOOK_TESTS_IN_FLIGHT,
+      recoverMax: value.WEBHOOK_RECOVER_MAX,
+      endpointRedeliveryLimit: value.WEBHOOK_ENDPOINT_REDELIVERY_LIMIT,
+      redeliveryAttempts: value.WEBHOOK_REDELIVERY_ATTEMPTS,
     },
   };
 }

@@ -43,10 +43,13 @@ export const ERROR_CODES = {
   route_not_found: { status: 404, type: 'invalid_request_error', description: 'No route matches this path.' },
   method_not_allowed: { status: 405, type: 'invalid_request_error', description: 'The path exists but not with this method; the `Allow` header lists the methods it takes.' },
   dashboard_action_forbidden: { status: 403, type: 'invalid_request_error', description: 'The queue dashboard refused the action: it came from another origin (`Origin` or `Referer`), or it adds or edits jobs, which the dashboard does not allow. Retry and clean remain available.' },
+  webhook_recovery_in_progress: { status: 409, type: 'invalid_request_error', description: 'A recovery of this webhook endpoint is already running. Retry once it has answered.' },
+  webhook_redelivery_limit: { status: 400, type: 'invalid_request_error', description: 'The webhook endpoint already has the maximum number of redeliveries (resend, recover) waiting or scheduled (10000 unless the operator changed it). Retry once they have been delivered or given up.' },
+  payment_attempt_limit: { status: 400, type: 'invalid_request_error', description: 'The payment intent has been declined or failed the maximum number of times (20 unless the operator changed it). Create a new payment intent to try again.' },
   idempotency_in_flight: { status: 409, type: 'invalid_request_error', description: 'A request with this idempotency key is still being processed. Retry after a short wait with the same key.' },
   body_too_large: { status: 413, type: 'invalid_request_error', description: 'The request body is larger than 64 KiB.' },
   content_type_invalid: { status: 415, type: 'invalid_request_error', description: 'Request bodies must be sent with `Content-Type: application/json` or `application/x-www-form-urlencoded`.' },
-  rate_limit: { status: 429, type: 'invalid_request_error', description: 'Too many requests for this API key. Wait for the number of seconds in `Retry-After`.' },
+  rate_limit: { status: 429, type: 'invalid_request_error', description: 'Too many requests for this API key, or too many webhook endpoint test calls in flight for its project and mode (2 unless the operator changed it). Wait for the number of seconds in `Retry-After`.' },
   internal_error: { status: 500, type: 'api_error', description: 'An unexpected error on our side. It has been logged with the request id.' },
   service_unavailable: { status: 503, type: 'api_error', description: 'A dependency of the service is unavailable. Retry after `Retry-After` seconds; with an idempotency key a retry is safe.' },
   processing_timeout: { status: 503, type: 'api_error', description: 'The request was accepted but did not finish in time. It goes on; retry with the same idempotency key to get its result.' },
@@ -150,6 +153,12 @@ export const errors = {
     new ApiError('rate_limit', 'Too many requests hit the API too quickly for this API key.', undefined, {
       'Retry-After': String(retryAfterSeconds),
     }),
+  testCallsInFlight: (limit: number, retryAfterSeconds: number) =>
+    new ApiError('rate_limit', `Too many webhook endpoint test calls in flight for this project and mode: at most ${limit} at a time.`, undefined, {
+      'Retry-After': String(retryAfterSeconds),
+    }),
+  recoveryInProgress: () =>
+    new ApiError('webhook_recovery_in_progress', 'A recovery of this webhook endpoint is already running. Retry once it has answered.', undefined, { 'Retry-After': '1' }),
   serviceUnavailable: (retryAfterSeconds = 1) =>
     new ApiError('service_unavailable', 'The service is temporarily unavailable. Please retry shortly.', undefined, {
       'Retry-After': String(retryAfterSeconds),

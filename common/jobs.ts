@@ -294,7 +294,6 @@ export interface QueueJobs {
     [JOBS.rotateWebhookSecret]: { data: RotateWebhookSecretData; result: CreateJobResult };
     [JOBS.resendWebhookEvent]: { data: ResendWebhookEventData; result: CreateJobResult };
     [JOBS.recoverWebhookEvents]: { data: RecoverWebhookEventsData; result: CreateJobResult };
-    [JOBS.testWebhookEndpoint]: { data: WebhookEndpointMutationData; result: CreateJobResult };
   };
   intents: {
     [JOBS.operatorOutcome]: { data: OperatorOutcomeData; result: TransitionJobResult };
@@ -305,6 +304,12 @@ export interface QueueJobs {
   };
   webhooks: {
     [JOBS.deliverWebhook]: { data: DeliverWebhookData; result: unknown };
+    /**
+     * An endpoint's test call: answered like a mutation (the api waits for it), but
+     * made by the delivery machinery, never by the creates queue, which every
+     * tenant's creates and mutations share (security review H1).
+     */
+    [JOBS.testWebhookEndpoint]: { data: WebhookEndpointMutationData; result: CreateJobResult };
   };
   maintenance: {
     [JOBS.sweepIdempotency]: { data: Record<string, never>; result: { freed: number } };
@@ -333,6 +338,16 @@ export type TypedQueue<Q extends QueueName> = Queue<unknown, unknown, never> & {
 };
 
 export type Queues = { [Q in QueueName]: TypedQueue<Q> };
+
+/** The jobs an api request enqueues and waits for: every job of `creates`, and the endpoint test. */
+export type RequestJobs = QueueJobs['creates'] & Pick<QueueJobs['webhooks'], typeof JOBS.testWebhookEndpoint>;
+export type RequestJobName = keyof RequestJobs & string;
+export type RequestJobData<N extends RequestJobName> = RequestJobs[N]['data'];
+
+/** The queue a request's job goes to. */
+export function requestQueue(name: RequestJobName): 'creates' | 'webhooks' {
+  return name === JOBS.testWebhookEndpoint ? QUEUES.webhooks : QUEUES.creates;
+}
 
 export function openQueue<Q extends QueueName>(name: Q, options: QueueOptions): TypedQueue<Q> {
   return new Queue(name, options) as unknown as TypedQueue<Q>;

@@ -45,6 +45,7 @@ import { FirstAttempts, priorAttempts } from './webhooks/first-attempt.js';
 import { PendingEvents, settleDelivery } from './webhooks/pending-events.js';
 import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
 import { yieldToCreates } from './webhooks/yield-to-creates.js';
+import { Redeliveries, settleRedelivery } from './webhooks/redeliveries.js';
 
 /** An endpoint slot's lease, renewed while its POST runs: a dead worker's slots are free again within it. */
 const SLOT_LEASE_MS = 3_000;
@@ -65,6 +66,16 @@ const ATTEMPT_BATCH_WAIT_MS = 50;
  */
 export function stalledCheckMs(jobLockMs: number): number {
   return Math.max(1000, Math.floor(jobLockMs / 3));
+}
+
+/**
+ * How long a redelivery counts as pending at most, however its end went unseen: its
+ * schedule (the first steps of the deliveries'), with the jitter, and an hour for
+ * waits for slots.
+ */
+export function redeliveryStaleMs(config: Config['webhooks']): number {
+  const steps = config.retrySchedule.slice(0, Math.max(0, config.redeliveryAttempts - 1));
+  return Math.round(steps.reduce((sum, ms) => sum + ms, 0) * (1 + config.jitter)) + 3600_000;
 }
 
 /** Retry delay of infrastructure faults: doubling from 250 ms, capped at 10 s, jittered. */
@@ -165,7 +176,12 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     },
   };
 
-  const endpointDeps: EndpointMutationDeps = { ...createDeps, webhooksQueue, config: config.webhooks, deliver: deliverDeps, ids, logger };
+  const redeliveries = new Redeliveries(redis.commands, {
+    prefix,
+    limit: config.webhooks.endpointRedeliveryLimit,
+    staleMs: redeliveryStaleMs(config.webhooks),
+  });
+  const endpointDeps: EndpointMutationDeps = { ...createDeps, webhooksQueue, redeliveries, config: config.webhooks, deliver: deliverDeps, ids, logger };
 
   const creates = startTypedWorker(
     QUEUES.creates,
@@ -191,8 +207,6 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
           return resendWebhookEvent(endpointDeps, job);
         case JOBS.recoverWebhookEvents:
           return recoverWebhookEvents(endpointDeps, job);
-        case JOBS.testWebhookEndpoint:
-          return testWebhookEndpoint(endpointDeps, job);
         default:
           return unknownJob(job);
       }
@@ -274,8 +288,10 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     async (job, token) => {
       switch (job.name) {
         case JOBS.deliverWebhook:
-          if (job.data.redelivery) return deliverWebhook(deliverDeps, job, token);
+          if (job.data.redelivery) return settleRedelivery(redeliveries, job, () => deliverWebhook(deliverDeps, job, token));
           return settleDelivery(pending, job, () => deliverWebhook(deliverDeps, job, token));
+        case JOBS.testWebhookEndpoint:
+          return testWebhookEndpoint(endpointDeps, job);
         default:
           return unknownJob(job);
       }

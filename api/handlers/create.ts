@@ -5,11 +5,11 @@
  * bytes. Admission (api/admission.ts) refuses at once a create the queue could not
  * serve before the wait below gives up: nothing is locked, enqueued or recorded.
  */
-import type { JobsOptions } from 'bullmq';
+import type { JobsOptions, Queue } from 'bullmq';
 import { errors } from '../../common/errors.js';
 import { idempotentJobId } from '../../common/idempotency.js';
 import type { IdKind } from '../../common/ids.js';
-import type { CreateResultMessage, JobData, JobName, RequestJobBase } from '../../common/jobs.js';
+import { requestQueue, type CreateResultMessage, type RequestJobBase, type RequestJobData, type RequestJobName } from '../../common/jobs.js';
 import type { AppDeps, Ctx } from '../context.js';
 import type { BodyEncoding } from '../schemas/fields.js';
 import type { IdempotencyStore } from '../idempotency/store.js';
@@ -27,7 +27,7 @@ export const CREATE_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { age: 7 * 24 * 3600 },
 };
 
-export interface CreateSpec<N extends JobName<'creates'>, Input> {
+export interface CreateSpec<N extends RequestJobName, Input> {
   jobName: N;
   /** A create's new object id; a mutation (no `idKind`) takes the request's id as its own. */
   idKind?: IdKind;
@@ -39,10 +39,10 @@ export interface CreateSpec<N extends JobName<'creates'>, Input> {
    * default computed from it (expires_at) agrees with `created` to the second.
    */
   validate: (body: Record<string, unknown>, encoding: BodyEncoding, now: number) => Input;
-  jobData: (base: RequestJobBase, input: Input) => JobData<'creates', N>;
+  jobData: (base: RequestJobBase, input: Input) => RequestJobData<N>;
 }
 
-export type CreateHandler = <N extends JobName<'creates'>, Input>(ctx: Ctx, spec: CreateSpec<N, Input>) => Promise<void>;
+export type CreateHandler = <N extends RequestJobName, Input>(ctx: Ctx, spec: CreateSpec<N, Input>) => Promise<void>;
 
 export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): CreateHandler {
   return async (ctx, spec) => {
@@ -64,7 +64,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     // Before the process has its results subscription, a result could be missed.
     if (deps.started && !deps.started()) throw errors.serviceUnavailable();
     // Before any read of MongoDB: a request refused for load must add none.
-    const refusal = deps.admission?.refusal() ?? null;
+    const refusal = deps.admission?.refusal(key) ?? null;
     if (refusal !== null) throw errors.serviceUnavailable(refusal);
     await spec.precheck?.();
 
@@ -93,7 +93,13 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     // A keyed job is removed once it completes: the durable record answers from then
     // on, and a completed job left in Redis would swallow the next use of an expired key.
     const options = keyed ? { ...CREATE_JOB_OPTIONS, jobId, removeOnComplete: true } : { ...CREATE_JOB_OPTIONS, jobId };
-    const enqueue = () => deps.queues.creates.add(spec.jobName, data, options);
+    // The endpoint test goes to the delivery machinery's queue, first in line there
+    // (deliveries waiting for slots must not make the caller's wait time out).
+    const toWebhooks = requestQueue(spec.jobName) === 'webhooks';
+    const queue = toWebhooks ? deps.queues.webhooks : deps.queues.creates;
+    const jobOptions = toWebhooks ? { ...options, lifo: true } : options;
+    // The name and data agree by CreateSpec's types; the queue is the name's own.
+    const enqueue = () => (queue as unknown as Queue).add(spec.jobName, data, jobOptions);
     // Run when the results' subscription is back after Redis went away: the answer may
     // have been published meanwhile (the worker also caches a keyed one), or the job
     // lost with Redis's data. Enqueued again under its id, it is idempotent.
@@ -102,7 +108,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
         const late = await idempotency.lookupCached(keyed);
         if (late) return { jobId, fingerprint: keyed.info.fingerprint, status: late.status, body: late.body, replayed: late.madeBy !== id };
       }
-      if ((await deps.queues.creates.getJobState(jobId)) === 'unknown') await enqueue();
+      if ((await queue.getJobState(jobId)) === 'unknown') await enqueue();
       return null;
     };
     const waiting = deps.results.register(jobId, recheck);

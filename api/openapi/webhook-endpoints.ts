@@ -116,7 +116,11 @@ export function webhookEndpointsPart(): DocumentPart {
     responses: { ...okResponse(answer, schema, { replayable: true }), ...errorResponses(statuses) },
   });
   const deleted = closedObject({ id: { type: 'string', pattern: ENDPOINT_ID }, object: { const: 'webhook_endpoint' }, deleted: { const: true } });
-  const recovery = closedObject({ object: { const: 'recovery' }, queued: { type: 'integer', minimum: 0 } });
+  const recovery = closedObject({
+    object: { const: 'recovery' },
+    queued: { type: 'integer', minimum: 0, description: 'Delivery chains this recovery queued: events already pending for the endpoint are not queued again.' },
+    has_more: { type: 'boolean', description: 'Events were left out: the recovery cap (`WEBHOOK_RECOVER_MAX`) or the endpoint\'s room for redeliveries was reached. Recover again later.' },
+  });
   const resent = closedObject({
     object: { const: 'resend' },
     event: { type: 'string', pattern: EVENT_ID },
@@ -188,7 +192,7 @@ export function webhookEndpointsPart(): DocumentPart {
         post: change('resendWebhookEvent', 'Deliver one past event again', resend.body, 'The event is queued for this endpoint, as a new attempt chain.', ref('WebhookResend')),
       },
       [`${base}/{id}/recover`]: {
-        post: change('recoverWebhookEvents', 'Deliver again what failed since a time', recover.body, 'How many events were queued.', ref('WebhookRecovery')),
+        post: change('recoverWebhookEvents', 'Deliver again what failed since a time', recover.body, 'How many events were queued, and whether some were left out. One recovery per endpoint at a time (409 `webhook_recovery_in_progress`); 400 `webhook_redelivery_limit` when the endpoint has no room for more redeliveries.', ref('WebhookRecovery')),
       },
       [`${base}/{id}/test`]: {
         post: change(

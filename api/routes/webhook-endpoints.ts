@@ -19,6 +19,8 @@ import {
 import { findEvent } from '../queries/events.js';
 import { errors } from '../../common/errors.js';
 import { isId } from '../../common/ids.js';
+import { WebhookRecoveryLocks } from '../webhook-recoveries.js';
+import { WebhookTestSlots } from '../webhook-test-slots.js';
 
 /** Registers its routes on the shared `/v1` router. */
 export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: CreateHandler): void {
@@ -122,21 +124,52 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
     });
   });
 
+  const recoveries = new WebhookRecoveryLocks(deps.redis, { prefix: deps.config.queuePrefix, leaseMs: deps.config.createTimeoutMs + 5000 });
   router.post(`${url}/:id/recover`, ...guards.write, async (ctx) => {
-    await create(ctx, {
-      jobName: JOBS.recoverWebhookEvents,
-      validate: (body, encoding, now) => parseRecover(body, { encoding, now }),
-      precheck: exists(ctx),
-      jobData: (base, input) => ({ ...base, target: target(ctx), input }),
-    });
+    const holder = ctx.state.requestId;
+    let held = false;
+    try {
+      await create(ctx, {
+        jobName: JOBS.recoverWebhookEvents,
+        validate: (body, encoding, now) => parseRecover(body, { encoding, now }),
+        precheck: async () => {
+          await exists(ctx)();
+          if (!(await recoveries.take(target(ctx), holder))) throw errors.recoveryInProgress();
+          held = true;
+        },
+        jobData: (base, input) => ({ ...base, target: target(ctx), input }),
+      });
+    } finally {
+      if (held) await recoveries.release(target(ctx), holder).catch(() => undefined);
+    }
   });
 
+  // Test calls in flight per scope are capped: past the cap, 429 before anything is enqueued.
+  const testSlots = new WebhookTestSlots(deps.redis, {
+    prefix: deps.config.queuePrefix,
+    limit: deps.config.webhooks.testsInFlight,
+    leaseMs: deps.config.createTimeoutMs + 5000,
+  });
   router.post(`${url}/:id/test`, ...guards.write, async (ctx) => {
-    await create(ctx, {
-      jobName: JOBS.testWebhookEndpoint,
-      validate: (body) => parseEmptyBody(body),
-      precheck: exists(ctx),
-      jobData: (base, input) => ({ ...base, target: target(ctx), input }),
-    });
+    const key = ctx.state.key!;
+    const holder = ctx.state.requestId;
+    let held = false;
+    try {
+      await create(ctx, {
+        jobName: JOBS.testWebhookEndpoint,
+        validate: (body) => parseEmptyBody(body),
+        precheck: async () => {
+          await exists(ctx)();
+          if (!(await testSlots.take(key, holder))) {
+            const limit = deps.config.webhooks.testsInFlight;
+            throw errors.testCallsInFlight(limit, testSlots.retryAfterSeconds(deps.config.webhooks.testTimeoutMs));
+          }
+          held = true;
+        },
+        jobData: (base, input) => ({ ...base, target: target(ctx), input }),
+      });
+    } finally {
+      if (held) await testSlots.release(key, holder).catch(() => undefined);
+    }
   });
 }

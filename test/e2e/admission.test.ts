@@ -58,3 +58,26 @@ test('a create the queue cannot serve in time is refused at once with 503 and Re
   const db = await service.db();
   t.is(await db.collection('payment_intents').countDocuments({ project }), 2, 'one object per key');
 });
+
+test("one scope's backlog does not refuse another scope's creates", async (t) => {
+  // No worker: the flooding scope's creates wait, past the 1 s limit.
+  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '2000' } });
+  t.teardown(() => service.stop());
+  const flooder = await service.issueKey(uniqueName('flooder'));
+  const other = await service.issueKey(uniqueName('other'));
+  await Promise.all(Array.from({ length: 4 }, (_, i) => service.request('POST', PI, { key: flooder, body: { amount: 1 + i } })));
+  await until("the flooder's creates to be refused for its backlog", async () => {
+    const res = await service.request('POST', PI, { key: flooder, body: { amount: 9 } });
+    return res.status === 503 && res.body.error.code === 'service_unavailable' ? res : undefined;
+  });
+  // The other scope is admitted: its create is accepted and waits (no worker), not refused at once.
+  const admitted = await service.request('POST', PI, { key: other, body: { amount: 5 }, headers: { 'Idempotency-Key': 'other-1' } });
+  t.is(admitted.status, 503, admitted.text);
+  t.is(admitted.body.error.code, 'processing_timeout', 'accepted and waited for, not refused for the other scope');
+  await service.startWorker();
+  const answered = await until('the other scope to be answered', async () => {
+    const res = await service.request('POST', PI, { key: other, body: { amount: 5 }, headers: { 'Idempotency-Key': 'other-1' } });
+    return res.status === 200 ? res : undefined;
+  });
+  t.is(answered.body.amount, 5);
+});

@@ -252,6 +252,8 @@ export async function sendAttempt(
   json: string,
   attempt: number,
   inSlot: InSlot = (post) => post(),
+  /** The POST's timeout: the deliveries' own by default (an endpoint test has a shorter one). */
+  timeoutMs: number = deps.config.timeoutMs,
 ): Promise<{ record: WebhookAttemptDoc; outcome: Outcome; result: PostResult }> {
   const guarded = endpoint.livemode || !deps.config.allowPrivateTargets;
   const body = Buffer.from(json, 'utf8');
@@ -268,7 +270,7 @@ export async function sendAttempt(
         ...webhookHeaders(signingSecrets(endpoint, startedAt), eventId, timestamp, body),
       },
       body,
-      timeoutMs: deps.config.timeoutMs,
+      timeoutMs,
       refuseAddress: guarded ? isForbiddenAddress : undefined,
       responseBodyLimit: RESPONSE_BODY_LIMIT,
     });

@@ -137,7 +137,7 @@ test('recover: a replay queues nothing again', async (t) => {
   const body = { since: Math.floor(Date.now() / 1000) - 600 };
   const first = await manage(service, key, 'POST', endpoint.id, 'recover', { body, idempotencyKey: 'recover-1' });
   t.is(first.status, 200, first.text);
-  t.deepEqual(first.body, { object: 'recovery', queued: 1 });
+  t.deepEqual(first.body, { object: 'recovery', queued: 1, has_more: false });
   const [, again] = await receiver.waitFor(path, 2);
   t.is(again!.headers['webhook-id'], eventId);
   await waitForAttempts(service, key, endpoint.id, 2);

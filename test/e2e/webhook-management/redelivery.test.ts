@@ -71,7 +71,7 @@ test('recover re-delivers exactly the events without a successful attempt, once'
   const since = nowSeconds() - 3600;
   const recovered = await manage(service, key, 'POST', endpoint.id, 'recover', { body: { since }, idempotencyKey: `recover-${project}` });
   t.is(recovered.status, 200, recovered.text);
-  t.deepEqual(recovered.body, { object: 'recovery', queued: 20 });
+  t.deepEqual(recovered.body, { object: 'recovery', queued: 20, has_more: false });
 
   const again = await until(
     'the 20 missed events to arrive again',
@@ -96,7 +96,7 @@ test('recover re-delivers exactly the events without a successful attempt, once'
 
   // Nothing is left to recover, and a replay of the first request queues nothing again.
   const second = await manage(service, key, 'POST', endpoint.id, 'recover', { body: { since } });
-  t.deepEqual(second.body, { object: 'recovery', queued: 0 });
+  t.deepEqual(second.body, { object: 'recovery', queued: 0, has_more: false });
   const replay = await manage(service, key, 'POST', endpoint.id, 'recover', { body: { since }, idempotencyKey: `recover-${project}` });
   t.is(replay.status, 200);
   t.is(replay.text, recovered.text, 'the first answer, byte for byte');
@@ -123,7 +123,7 @@ test('recover reaches back only to since: older failures stay as they are', asyn
   failing = false;
 
   const recovered = await manage(service, key, 'POST', endpoint.id, 'recover', { body: { since: boundary } });
-  t.deepEqual(recovered.body, { object: 'recovery', queued: 1 });
+  t.deepEqual(recovered.body, { object: 'recovery', queued: 1, has_more: false });
   const [, second] = await receiver.waitFor(path, 3).then((all) => all.slice(1));
   t.is(idOf(second!), recent.eventId);
   await sleep(1000);
