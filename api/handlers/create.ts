@@ -29,6 +29,8 @@ export const CREATE_JOB_OPTIONS: JobsOptions = {
 
 export interface CreateSpec<N extends RequestJobName, Input> {
   jobName: N;
+  /** The job is removed from Redis once it completes (a keyed one always is). */
+  removeOnComplete?: boolean;
   /** A create's new object id; a mutation (no `idKind`) takes the request's id as its own. */
   idKind?: IdKind;
   /** After validation, before the lock: a mutation's check that its object exists in the caller's scope (404). */
@@ -92,7 +94,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
 
     // A keyed job is removed once it completes: the durable record answers from then
     // on, and a completed job left in Redis would swallow the next use of an expired key.
-    const options = keyed ? { ...CREATE_JOB_OPTIONS, jobId, removeOnComplete: true } : { ...CREATE_JOB_OPTIONS, jobId };
+    const options = keyed || spec.removeOnComplete ? { ...CREATE_JOB_OPTIONS, jobId, removeOnComplete: true } : { ...CREATE_JOB_OPTIONS, jobId };
     // The endpoint test goes to the delivery machinery's queue, first in line there
     // (deliveries waiting for slots must not make the caller's wait time out).
     const toWebhooks = requestQueue(spec.jobName) === 'webhooks';

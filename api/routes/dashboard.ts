@@ -88,6 +88,28 @@ function boardError(ctx: { method: string; path: string; status: number; body: u
   return new Error(`dashboard answered ${ctx.status}${key ? ` ${key}` : ''}`);
 }
 
+/** Fields of job data never shown, whatever job carries them (an older version's, one added by hand). */
+const SECRET_FIELDS = new Set(['phone_number', 'otp', 'secret', 'client_secret', 'previous_secret']);
+/** A string that looks like a full phone number (E.164). */
+const PHONE = /^\+\d{8,15}$/;
+
+/**
+ * Job data as the dashboard shows it: no phone number, one-time code or secret.
+ * Jobs carry none (common/jobs.ts), but a job left by an older version, or a
+ * forged one, might; the dashboard's credential must not read payers' data.
+ */
+export function maskJobData(data: unknown): unknown {
+  if (Array.isArray(data)) return data.map(maskJobData);
+  if (typeof data === 'string') return PHONE.test(data) ? `${data.slice(0, 4)}…${data.slice(-3)}` : data;
+  if (data === null || typeof data !== 'object') return data;
+  return Object.fromEntries(
+    Object.entries(data as Record<string, unknown>).map(([field, value]) => [
+      field,
+      SECRET_FIELDS.has(field) && value !== null && value !== undefined ? '[masked]' : maskJobData(value),
+    ]),
+  );
+}
+
 /** The dashboard over the given queues (every queue of the service); no routes at all without a token. */
 export function dashboardRouter(adminToken: string | null, queues: Queue[], publicBaseUrl: string | null = null): Router {
   const router = new Router();
@@ -95,7 +117,11 @@ export function dashboardRouter(adminToken: string | null, queues: Queue[], publ
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    queues: queues.map((queue) => {
+      const adapter = new BullMQAdapter(queue);
+      adapter.setFormatter('data', maskJobData);
+      return adapter;
+    }),
     // @bull-board/koa 9.10.1 pins its own copy of @bull-board/api 9.10.1, whose
     // adapter types differ from 9.10.2's only by private members; it uses none of
     // that copy at run time.
