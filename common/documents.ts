@@ -57,11 +57,14 @@ export interface PaymentIntentDoc extends IdempotencyFields {
   canceled_at?: number | null;
   cancellation_reason?: CancellationReason | null;
   /**
-   * Every mutation applied to the intent, written in the same update as the
-   * transition: a retried job finds its own entry and answers it again instead of
-   * applying anything twice, and the event is recorded atomically with the change.
+   * The last mutations applied to the intent (at most HISTORY_KEEP), written in the
+   * same update as the transition: a retried job finds its own entry and answers it
+   * again instead of applying anything twice. Small entries: the answer's body and
+   * the event's JSON are in `intent_mutations` (MutationDoc), written before.
    */
-  history?: MutationRecord[];
+  history?: MutationEntry[];
+  /** Attempts that ended declined or failed: past `CONFIRM_FAILURE_LIMIT`, confirms are refused. */
+  failures?: number;
   /**
    * The `payment_intent.created` event, exactly as listed and delivered, written in
    * the same insert as the object: neither exists without the other.
@@ -79,7 +82,37 @@ export interface PaymentAttempt {
   checkout_token: string | null;
 }
 
-/** One applied mutation of a payment intent. */
+/** A mutation's entry in its intent's `history`: the record without its large parts. */
+export interface MutationEntry {
+  m: string;
+  st: number;
+  /** Only in entries written before the records moved out (MutationDoc). */
+  res?: string;
+  evt: { id: string; type: string; json?: string } | null;
+  fu: FollowUp[];
+  at: number;
+  r?: string;
+  x?: number;
+}
+
+/**
+ * The large parts of one mutation of a payment intent (security review M1): its
+ * answer's body, and its event's JSON until the event's own document is written
+ * (then null: an event's JSON is kept once). Keyed by (intent, mutation) and read by
+ * `_id` only; swept with the idempotency keys once `expires_at` passed.
+ */
+export interface MutationDoc {
+  /** `<intent>:<mutation id>`. */
+  _id: string;
+  project: string;
+  livemode: boolean;
+  res: string;
+  evt_json: string | null;
+  /** Epoch ms. */
+  expires_at: number;
+}
+
+/** One applied mutation of a payment intent, whole (as a transition has it in memory). */
 export interface MutationRecord {
   /** The mutation's id: the api's pre-generated request id, or the id of the worker's job. */
   m: string;
@@ -138,6 +171,22 @@ export interface IdempotencyRecordDoc {
  * otherwise find the key's object by its `idem` field, a scan of every object on
  * FerretDB; the object itself stays the record (its unique `idem` field decides).
  */
+/**
+ * A confirm's secret input (the payer's full phone number, the one-time code), kept
+ * out of Redis (security review M2): the api inserts it under the request's id
+ * before it enqueues the confirm, whose job data carries neither; the worker reads
+ * it by `_id` and deletes it once the confirm is answered. One never read (the
+ * enqueue failed, the request was a replay) is swept once it expires.
+ */
+export interface ConfirmInputDoc {
+  /** The confirm request's id (its job's `data.id`). */
+  _id: string;
+  phone_number: string;
+  otp: string | null;
+  /** Epoch ms. */
+  expires_at: number;
+}
+
 export interface IdempotencyKeyDoc {
   _id: string;
   /** The object's id. */

@@ -157,6 +157,9 @@ export interface ConfirmInput {
   return_url: string | null;
 }
 
+/** The fields of a confirm that are no secret. */
+export type ConfirmPublicInput = Omit<ConfirmInput, 'phone_number' | 'otp'>;
+
 export interface CancelInput {
   cancellation_reason: CancellationReason | null;
 }
@@ -173,8 +176,13 @@ export interface PaymentIntentUpdateInput {
   expires_at?: number;
 }
 
+/**
+ * No phone number and no one-time code: Redis holds no secret, and the dashboard
+ * shows job data. They wait in MongoDB (`confirm_inputs`, ConfirmInputDoc) under the
+ * request's id, `id`.
+ */
 export interface ConfirmPaymentIntentData extends MutationJobBase {
-  input: ConfirmInput;
+  input: ConfirmPublicInput;
 }
 export interface CancelPaymentIntentData extends MutationJobBase {
   input: CancelInput;

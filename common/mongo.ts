@@ -1,7 +1,7 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, ConfirmInputDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
@@ -12,6 +12,8 @@ export interface Collections {
   events: Collection<EventDoc>;
   idempotencyRecords: Collection<IdempotencyRecordDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
+  confirmInputs: Collection<ConfirmInputDoc>;
+  intentMutations: Collection<MutationDoc>;
 }
 
 export interface Mongo {
@@ -72,6 +74,8 @@ export function collections(db: Db): Collections {
     events: db.collection<EventDoc>('events'),
     idempotencyRecords: db.collection<IdempotencyRecordDoc>('idempotency_records'),
     idempotencyKeys: db.collection<IdempotencyKeyDoc>('idempotency_keys'),
+    confirmInputs: db.collection<ConfirmInputDoc>('confirm_inputs'),
+    intentMutations: db.collection<MutationDoc>('intent_mutations'),
   };
 }
 

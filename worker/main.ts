@@ -154,6 +154,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     intentsQueue,
     ids,
     simulator: config.simulator,
+    confirmFailureLimit: config.confirmFailureLimit,
     connectors: liveConnectors(),
     // At most one transition update holds one of the slots: the inserts keep the other.
     writes: through(new WriteGate(1), writes),

@@ -22,6 +22,8 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
     'idempotency_key_invalid', 'webhook_endpoint_limit',
     // Section 7.
     'payment_intent_unexpected_state', 'phone_number_invalid', 'operator_not_configured',
+    // Limits that protect tenants from each other (docs/operating.md; security review H2, M1).
+    'webhook_redelivery_limit', 'payment_attempt_limit',
   ]],
   [400, 'idempotency_error', ['idempotency_key_reused']],
   [401, 'invalid_request_error', ['api_key_missing', 'api_key_invalid']],
@@ -30,7 +32,7 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
   [403, 'invalid_request_error', ['dashboard_action_forbidden']],
   [404, 'invalid_request_error', ['resource_missing', 'route_not_found']],
   [405, 'invalid_request_error', ['method_not_allowed']],
-  [409, 'invalid_request_error', ['idempotency_in_flight']],
+  [409, 'invalid_request_error', ['idempotency_in_flight', 'webhook_recovery_in_progress']],
   [413, 'invalid_request_error', ['body_too_large']],
   [415, 'invalid_request_error', ['content_type_invalid']],
   [429, 'invalid_request_error', ['rate_limit']],

@@ -79,7 +79,7 @@ test('the intents sweeper re-enqueues an operator answer and an expiry whose del
   // Redis loses every delayed job of the intent (as a restart from an old snapshot would).
   const lostAt = Date.now();
   await job.remove();
-  const expiry = (await intents.getJobs(['delayed'])).filter((j) => j.id?.startsWith(`expire-${pi}-`));
+  const expiry = (await intents.getJobs(['delayed'])).filter((j) => j.id === `expire-${pi}`);
   t.true(expiry.length >= 1, 'the expiry waits as a delayed job, not a scan');
   for (const j of expiry) await j.remove();
 

@@ -20,8 +20,9 @@ export function outcomeJobId(paymentIntent: string, attempt: number, step: strin
   return `outcome-${paymentIntent}-${attempt}-${step}`;
 }
 
-export function expiryJobId(paymentIntent: string, expiresAt: number, attempt: number): string {
-  return `expire-${paymentIntent}-${expiresAt}-${attempt}`;
+/** One expiry job per intent (security review M1): a moved `expires_at` moves it, never adds another. */
+export function expiryJobId(paymentIntent: string): string {
+  return `expire-${paymentIntent}`;
 }
 
 interface Target extends Scope {
@@ -30,12 +31,23 @@ interface Target extends Scope {
   attempt?: number;
 }
 
-/** The expiry of an intent at its `expires_at` (unix seconds); `now` in epoch ms. */
+/**
+ * The expiry of an intent at its `expires_at` (unix seconds); `now` in epoch ms. The
+ * intent's one expiry job: one for another `expires_at` (superseded by an update),
+ * or one that already ran (a no-op then: the intent was processing, and is back in
+ * `new` since), is removed and the job added anew. One that cannot be removed (it
+ * is running) is left: it changes nothing, and the sweeper adds the new one after it.
+ */
 export async function scheduleExpiry(queue: TypedQueue<'intents'>, pi: Target, now: number, expiresAt = pi.expires_at): Promise<void> {
+  const jobId = expiryJobId(pi._id);
+  const existing = await queue.getJob(jobId);
+  if (existing && (existing.finishedOn || (existing.data as { expiresAt?: number }).expiresAt !== expiresAt)) {
+    await existing.remove().catch(() => undefined);
+  }
   await queue.add(
     JOBS.expirePaymentIntent,
     { paymentIntent: pi._id, project: pi.project, livemode: pi.livemode, expiresAt },
-    { ...OPTIONS, jobId: expiryJobId(pi._id, expiresAt, pi.attempt ?? 0), delay: Math.max(0, expiresAt * 1000 - now) },
+    { ...OPTIONS, jobId, delay: Math.max(0, expiresAt * 1000 - now) },
   );
 }
 

@@ -8,15 +8,22 @@
  *   to a cancel is dropped as late). Read, decision and update are made under the
  *   intent's lock (../record-lock.ts): FerretDB does not make a conditional update
  *   atomic, so racing transitions take turns there.
- * - The same update pushes a `history` entry: the mutation's id, its answer, its
- *   event and its delayed jobs. So the event is recorded atomically with the change,
- *   and a retried job (crash, stall, lost connection) finds its entry and finishes
- *   what it had begun (the event's own document, its dispatch, the delayed jobs)
- *   instead of applying anything twice. Every step after the update is idempotent.
+ * - The same update adds a `history` entry: the mutation's id, its answer's status,
+ *   its event's id and its delayed jobs. So the event is recorded atomically with
+ *   the change, and a retried job (crash, stall, lost connection) finds its entry and
+ *   finishes what it had begun (the event's own document, its dispatch, the delayed
+ *   jobs) instead of applying anything twice. Every step after the update is
+ *   idempotent.
+ * - The intent stays small however often it changes (security review M1): the
+ *   answer's body and the event's JSON are written before the update to a document
+ *   of their own, keyed by (intent, mutation) (`intent_mutations`, swept with the
+ *   idempotency keys), and the event's JSON leaves it once the event's document is
+ *   written; the history keeps the last HISTORY_KEEP entries. A retried job far
+ *   older than that many later changes of the same intent is not expected.
  * - Infrastructure faults are thrown, so BullMQ retries the job.
  */
 import type { Filter } from 'mongodb';
-import type { PaymentIntentDoc, MutationRecord } from '../../common/documents.js';
+import type { MutationDoc, MutationEntry, MutationRecord, PaymentIntentDoc } from '../../common/documents.js';
 import { errorBody } from '../../common/errors.js';
 import { idTime, type IdGenerator } from '../../common/ids.js';
 import type { Scope, TypedQueue } from '../../common/jobs.js';
@@ -84,8 +91,18 @@ const UPDATE_RETRY = { tries: 6, baseMs: 100, capMs: 2000 };
 /** How many times a mutation that lost a race decides again before the job is retried. */
 const MAX_RACES = 8;
 
-/** Everything stored but the history: what presentations and decisions read. */
+/** Everything stored but the created event: what presentations and decisions read. */
 const WITHOUT_HISTORY = { created_event: 0 } as const;
+
+/** History entries an intent keeps. */
+export const HISTORY_KEEP = 50;
+
+/** How long a mutation's record is kept (a keyed one at least as long as its key). */
+const RECORD_TTL_MS = 48 * 3600_000;
+
+export function mutationDocId(intent: string, mutation: string): string {
+  return `${intent}:${mutation}`;
+}
 
 export async function transition(
   deps: TransitionDeps,
@@ -116,7 +133,7 @@ async function decideAndApply(
     const doc = await findByIdInScope(c, mutation.target, mutation, { projection: WITHOUT_HISTORY });
     if (!doc) return { kind: 'missing' };
     const done = doc.history?.find((h) => h.m === mutation.id && (h.x === undefined || h.x > deps.now()));
-    if (done) return { kind: 'applied', record: done, doc, again: true };
+    if (done) return { kind: 'applied', record: await wholeRecord(deps, doc, done), doc, again: true };
     const decision = decide(doc);
     if (decision.kind === 'refuse') {
       return { kind: 'refused', status: decision.status, body: errorBody(decision.detail, mutation.requestId, mutation.baseUrl) };
@@ -139,6 +156,21 @@ async function decideAndApply(
       ...(mutation.requestedBy ? { r: mutation.requestedBy } : {}),
       ...(mutation.expiresAt ? { x: mutation.expiresAt } : {}),
     };
+    const entry: MutationEntry = { ...record, evt: evt ? { id: evt.id, type: evt.type } : null };
+    delete entry.res;
+    const history = [...(doc.history ?? []).slice(-(HISTORY_KEEP - 1)), entry];
+    // Declines and failures counted: past the limit, confirms are refused.
+    const failures = decision.event === 'payment_intent.payment_failed' ? { failures: (doc.failures ?? 0) + 1 } : {};
+    // Before the update: an entry in the history always has its record.
+    const recordDoc: MutationDoc = {
+      _id: mutationDocId(doc._id, mutation.id),
+      project: doc.project,
+      livemode: doc.livemode,
+      res: record.res,
+      evt_json: evt?.json ?? null,
+      expires_at: Math.max(mutation.expiresAt ?? 0, deps.now() + RECORD_TTL_MS),
+    };
+    await retryInfrastructure(() => deps.collections.intentMutations.replaceOne({ _id: recordDoc._id }, recordDoc, { upsert: true }), UPDATE_RETRY);
     const filter = {
       _id: doc._id,
       status: doc.status,
@@ -152,14 +184,15 @@ async function decideAndApply(
     const updated = await deps.writes.run(async () => {
       // The wait for the gate may have outlived the lock: never write under another's.
       if (!(await lock.renew())) return null;
-      return retryInfrastructure(() => c.updateOne(where, { $set: { ...decision.set, rev: rev + 1 }, $push: { history: record } }), UPDATE_RETRY);
+      return retryInfrastructure(() => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history } }), UPDATE_RETRY);
     });
     if (updated === null) {
       await lock.acquire();
       continue; // the lock was lost meanwhile: read and decide again under the new one
     }
     if (updated.matchedCount === 0) continue; // another mutation got there first: decide again
-    after.history = [...(doc.history ?? []), record];
+    after.history = history;
+    Object.assign(after, failures);
     return { kind: 'applied', record, doc: after };
   }
   throw new Error(`payment intent ${mutation.target}: still changing after ${MAX_RACES} tries`);
@@ -189,12 +222,33 @@ function answerOf(kind: 'object' | 'declined', after: PaymentIntentDoc, object: 
   };
 }
 
+/**
+ * A history entry with its record's large parts. An entry written before the records
+ * moved out has them in itself. A record already swept (a retry two days late) has
+ * lost its body: the intent as it is now answers.
+ */
+async function wholeRecord(deps: TransitionDeps, doc: PaymentIntentDoc, entry: MutationEntry): Promise<MutationRecord> {
+  if (entry.res !== undefined) return { ...entry, res: entry.res, evt: entry.evt ? { ...entry.evt, json: entry.evt.json ?? '' } : null };
+  const stored = await deps.collections.intentMutations.findOne({ _id: mutationDocId(doc._id, entry.m) });
+  return {
+    ...entry,
+    res: stored?.res ?? JSON.stringify(presentPaymentIntent(doc)),
+    // '' once the event's own document holds it: nothing left to record.
+    evt: entry.evt ? { ...entry.evt, json: stored?.evt_json ?? '' } : null,
+  };
+}
+
 /** What follows an applied transition; every step idempotent, so a retry may run it again. */
 async function finish(deps: TransitionDeps, doc: PaymentIntentDoc, record: MutationRecord): Promise<void> {
   const steps: Array<Promise<unknown>> = [];
-  if (record.evt) {
+  if (record.evt && record.evt.json !== '') {
     const evt = record.evt;
-    steps.push(recordEvent(deps, doc, evt));
+    steps.push(
+      recordEvent(deps, doc, evt).then(() =>
+        // The event's JSON is kept once: in its own document from now on.
+        deps.collections.intentMutations.updateOne({ _id: mutationDocId(doc._id, record.m) }, { $set: { evt_json: null } }),
+      ),
+    );
   }
   // The attempt the transition was about, not the intent's current one (a retry may come later).
   if (record.fu.length > 0) steps.push(scheduleFollowUps(deps.intentsQueue, { ...doc, attempt: record.at }, record.fu, deps.now()));

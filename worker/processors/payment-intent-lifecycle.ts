@@ -4,7 +4,7 @@
  * answers and the expiry (delayed jobs of the `intents` queue). Each decides with
  * worker/lifecycle/decide.ts and applies with worker/lifecycle/transition.ts.
  */
-import type { Job } from 'bullmq';
+import { UnrecoverableError, type Job } from 'bullmq';
 import { randomBase62 } from '../../common/ids.js';
 import type {
   CancelPaymentIntentData,
@@ -25,6 +25,8 @@ import type { SimulatorConfig } from '../../common/config.js';
 
 export interface LifecycleDeps extends TransitionDeps, MutationDeps {
   simulator: SimulatorConfig;
+  /** Declined or failed attempts an intent may have; then confirms are refused (`payment_attempt_limit`). */
+  confirmFailureLimit: number;
   connectors: OperatorConnectors;
   logger: Logger;
 }
@@ -82,8 +84,34 @@ async function request(
   });
 }
 
-export function confirmPaymentIntent(deps: LifecycleDeps, job: Job<ConfirmPaymentIntentData>): Promise<CreateJobResult> {
-  return request(deps, job, (doc, ctx) => decideConfirm(doc, job.data.input, ctx), async (result) => {
+function attemptLimit(limit: number): Decision {
+  return {
+    kind: 'refuse',
+    status: 400,
+    detail: {
+      code: 'payment_attempt_limit',
+      message: `This PaymentIntent has been declined or failed ${limit} times; it cannot be confirmed again. Create a new PaymentIntent.`,
+    },
+  };
+}
+
+/**
+ * The confirm's secret input (phone number, one-time code) is read from MongoDB by
+ * the request's id, never from the job (common/documents.ts, ConfirmInputDoc), and
+ * deleted once the confirm is answered. A retried job that finds it gone has applied
+ * its confirm already (its answer is in the intent's history, or recorded for its
+ * key): it never needs to decide again.
+ */
+export async function confirmPaymentIntent(deps: LifecycleDeps, job: Job<ConfirmPaymentIntentData>): Promise<CreateJobResult> {
+  const inputs = deps.collections.confirmInputs;
+  const secret = await inputs.findOne({ _id: job.data.id });
+  const decide = (doc: PaymentIntentDoc, ctx: DecideContext): Decision => {
+    // A new attempt of an intent declined too often: refused, before anything is asked of an operator.
+    if (doc.status === 'new' && (doc.failures ?? 0) >= deps.confirmFailureLimit) return attemptLimit(deps.confirmFailureLimit);
+    if (!secret) throw new UnrecoverableError(`confirm ${job.data.id}: its phone number is gone, and it was never applied`);
+    return decideConfirm(doc, { ...job.data.input, phone_number: secret.phone_number, otp: secret.otp }, ctx);
+  };
+  const answered = await request(deps, job, decide, async (result) => {
     // Live mode: the operator is asked through its connector once the attempt is recorded.
     const payment = result.doc.payment;
     if (!result.doc.livemode || result.doc.status !== 'requires_action' || !payment?.phone_number) return;
@@ -97,6 +125,8 @@ export function confirmPaymentIntent(deps: LifecycleDeps, job: Job<ConfirmPaymen
       returnUrl: payment.return_url,
     });
   });
+  if (secret) await inputs.deleteOne({ _id: secret._id });
+  return answered;
 }
 
 export function cancelPaymentIntent(deps: LifecycleDeps, job: Job<CancelPaymentIntentData>): Promise<CreateJobResult> {
