@@ -176,7 +176,7 @@ export interface IdempotencyRecordDoc {
  * out of Redis (security review M2): the api inserts it under the request's id
  * before it enqueues the confirm, whose job data carries neither; the worker reads
  * it by `_id` and deletes it once the confirm is answered. One never read (the
- * enqueue failed, the request was a replay) is swept once it expires.
+ * enqueue failed) is swept once it expires.
  */
 export interface ConfirmInputDoc {
   /** The confirm request's id (its job's `data.id`). */

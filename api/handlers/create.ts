@@ -41,6 +41,12 @@ export interface CreateSpec<N extends RequestJobName, Input> {
    * default computed from it (expires_at) agrees with `created` to the second.
    */
   validate: (body: Record<string, unknown>, encoding: BodyEncoding, now: number) => Input;
+  /**
+   * Once the key is locked (nothing to replay, nothing in flight), just before the
+   * job is enqueued: what the job needs that must not be in its data (a confirm's
+   * phone number). A throw answers the request as a failed enqueue does.
+   */
+  beforeEnqueue?: () => Promise<void>;
   jobData: (base: RequestJobBase, input: Input) => RequestJobData<N>;
 }
 
@@ -115,6 +121,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     };
     const waiting = deps.results.register(jobId, recheck);
     try {
+      await spec.beforeEnqueue?.();
       await enqueue();
     } catch (err) {
       waiting.cancel();

@@ -107,8 +107,8 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
         secret = { _id: ctx.state.requestId, phone_number: input.phone_number, otp: input.otp, expires_at: deps.now() + CONFIRM_INPUT_TTL_MS };
         return input;
       },
-      precheck: async () => {
-        await exists(ctx)();
+      precheck: exists(ctx),
+      beforeEnqueue: async () => {
         if (secret) await deps.mongo.collections.confirmInputs.insertOne(secret);
       },
       jobData: (base, { phone_number: _phone, otp: _otp, ...input }) => ({ ...base, target: ctx.params.id as string, input }),

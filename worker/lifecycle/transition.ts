@@ -156,9 +156,8 @@ async function decideAndApply(
       ...(mutation.requestedBy ? { r: mutation.requestedBy } : {}),
       ...(mutation.expiresAt ? { x: mutation.expiresAt } : {}),
     };
-    const entry: MutationEntry = { ...record, evt: evt ? { id: evt.id, type: evt.type } : null };
-    delete entry.res;
-    const history = [...(doc.history ?? []).slice(-(HISTORY_KEEP - 1)), entry];
+    // Entries written before the records moved out lose their large parts too.
+    const history = [...(doc.history ?? []).slice(-(HISTORY_KEEP - 1)), record].map(compact);
     // Declines and failures counted: past the limit, confirms are refused.
     const failures = decision.event === 'payment_intent.payment_failed' ? { failures: (doc.failures ?? 0) + 1 } : {};
     // Before the update: an entry in the history always has its record.
@@ -220,6 +219,12 @@ function answerOf(kind: 'object' | 'declined', after: PaymentIntentDoc, object: 
       mutation.baseUrl,
     ),
   };
+}
+
+/** A record as its intent's history keeps it: without the answer's body or the event's JSON. */
+function compact(record: MutationEntry): MutationEntry {
+  const { res: _res, evt, ...rest } = record;
+  return { ...rest, evt: evt ? { id: evt.id, type: evt.type } : null };
 }
 
 /**
