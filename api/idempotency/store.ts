@@ -27,7 +27,8 @@
  *   without asking Redis. It also keeps every recorded answer it hears on the
  *   results channel, its own requests' or another process's: a replay that lands on
  *   another api than its first request reads nothing either (without it, rendering
- *   the answer from the object is a read of MongoDB, a scan on FerretDB).
+ *   the answer from the object is a read of MongoDB, a scan on the local stack's
+ *   store: docs/storage.md).
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -103,8 +104,9 @@ export class IdempotencyStore {
 
   /**
    * The epoch, started if Redis has none: one start at a time in this process, the
-   * other requests wait for it. (Each start scans on FerretDB; 64 requests starting it
-   * at once, each with its own scans, once stalled a whole service for minutes.)
+   * other requests wait for it. (Each start may scan, docs/storage.md; 64 requests
+   * starting it at once, each with its own scans, once stalled a whole service for
+   * minutes.)
    */
   private epochOnce(): Promise<string> {
     this.epochStart ??= this.startEpoch()
@@ -235,9 +237,9 @@ export class IdempotencyStore {
   /**
    * The durable record: after a Redis restart or flush, or once a lock expired. A
    * mutation's answer, or a create's frozen before its object changed, is a record,
-   * found by `_id` (cheap even on FerretDB). A create's answer that is still its
-   * object is not looked for here: finding the object by its key would scan every
-   * object on FerretDB, once per keyed request for as long as the epoch lasts (48 h
+   * found by `_id` (cheap on every store). A create's answer that is still its
+   * object is not looked for here: finding the object by its key may scan every
+   * object (docs/storage.md), once per keyed request for as long as the epoch lasts (48 h
    * after Redis lost its data). The create's job finds it instead, when its insert
    * meets the key's unique index: that costs a scan only for a key that is really
    * used again, and answers the same bytes, flagged as a replay.
