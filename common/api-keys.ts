@@ -104,8 +104,9 @@ const MAX_ENTRIES = 10_000;
  *
  * Lookups of one key at the same moment share one read, if it began after the
  * last eviction: after a restart, or once the cache was cleared, a burst of
- * requests with one key costs one query, not one each (each a scan on FerretDB:
- * a chaos run counted 1,600 of them in 40 s, at 1.4 s each behind one another).
+ * requests with one key costs one query, not one each (each may be a scan,
+ * docs/storage.md: a chaos run counted 1,600 of them in 40 s, at 1.4 s each behind
+ * one another).
  */
 export class ApiKeyCache {
   private readonly known = new Map<string, { doc: ApiKeyDoc; until: number }>();

@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { STORE_PROFILE_NAMES, type StoreProfileName } from './store-profile.js';
 
 /** Every setting of the service, validated once at start-up. Nothing else reads `process.env`. */
 export interface Config {
@@ -8,6 +9,16 @@ export interface Config {
   redisUrl: string;
   mongodbUrl: string;
   mongodbDb: string;
+  /**
+   * The store's profile (common/store-profile.ts), forced; null: asked of the server
+   * at start-up. Forcing the other profile than the server's runs that profile's
+   * code paths against it (the test suite's second pass).
+   */
+  storeProfile: StoreProfileName | null;
+  /** A worker's writes to MongoDB in flight at once; null: the store profile's default. */
+  workerWritesInFlight: number | null;
+  /** How many of those may be transition updates; null: the store profile's default. */
+  workerTransitionWritesInFlight: number | null;
   /** Admin API and dashboard token; when unset both answer 404. */
   adminToken: string | null;
   workerConcurrency: number;
@@ -145,6 +156,9 @@ const schema = Joi.object({
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).required(),
   MONGODB_URL: Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] }).required(),
   MONGODB_DB: Joi.string().pattern(/^[A-Za-z0-9_-]{1,63}$/).default('payments'),
+  STORE_PROFILE: Joi.string().valid(...STORE_PROFILE_NAMES).empty(''),
+  WORKER_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(1000).empty(''),
+  WORKER_TRANSITION_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(1000).empty(''),
   ADMIN_TOKEN: Joi.string().min(16).empty(''),
   WORKER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(64),
   CREATE_BATCH_MAX: Joi.number().integer().min(0).max(1000).default(64),
@@ -219,6 +233,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
   if (value.HTTP_HEADERS_TIMEOUT_MS > value.HTTP_REQUEST_TIMEOUT_MS) {
     problems.push('"HTTP_HEADERS_TIMEOUT_MS" must not exceed "HTTP_REQUEST_TIMEOUT_MS"');
   }
+  if (value.WORKER_TRANSITION_WRITES_IN_FLIGHT > value.WORKER_WRITES_IN_FLIGHT) {
+    problems.push('"WORKER_TRANSITION_WRITES_IN_FLIGHT" must not exceed "WORKER_WRITES_IN_FLIGHT"');
+  }
   if (problems.length) throw new ConfigError(problems);
   return {
     port: value.PORT,
@@ -226,6 +243,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     redisUrl: value.REDIS_URL,
     mongodbUrl: value.MONGODB_URL,
     mongodbDb: value.MONGODB_DB,
+    storeProfile: value.STORE_PROFILE ?? null,
+    workerWritesInFlight: value.WORKER_WRITES_IN_FLIGHT ?? null,
+    workerTransitionWritesInFlight: value.WORKER_TRANSITION_WRITES_IN_FLIGHT ?? null,
     adminToken: value.ADMIN_TOKEN ?? null,
     workerConcurrency: value.WORKER_CONCURRENCY,
     createBatchMax: value.CREATE_BATCH_MAX,

@@ -4,14 +4,13 @@ import type { MetadataPairs } from './metadata.js';
 /**
  * Storage documents. Every resource carries its scope (project, livemode); `_id` is
  * the public id, time-ordered, so `_id` order is creation order. Only features that
- * FerretDB v1 has are used: no TTL indexes, no transactions, no change streams.
+ * every supported store has are used: no TTL indexes, no transactions, no change
+ * streams (docs/storage.md).
  *
- * FerretDB 1.24 with SQLite uses no index for queries (its `_id` index expression
- * differs from the one its queries use, so `explain` shows a full SCAN): every find
- * or update costs a scan of its collection. Inserts stay cheap, and unique indexes
- * are still enforced on insert; FerretDB sustains about 1 500 inserts a second here.
- * So a create is one insert: the idempotency record and the created event live in
- * the object's own document, written atomically with it.
+ * The local stack's store uses no index for queries: every find or update costs a
+ * scan of its collection there, while inserts stay cheap and unique indexes are
+ * still enforced on insert. So a create is one insert: the idempotency record and
+ * the created event live in the object's own document, written atomically with it.
  */
 
 /**
@@ -168,8 +167,9 @@ export interface IdempotencyRecordDoc {
 /**
  * Which object a create's idempotency key made: `_id` is the key's scope hash. A
  * hint for the worker's duplicate-key path (worker/processors/create.ts), which would
- * otherwise find the key's object by its `idem` field, a scan of every object on
- * FerretDB; the object itself stays the record (its unique `idem` field decides).
+ * otherwise find the key's object by its `idem` field, a scan of every object on the
+ * local stack's store (docs/storage.md); the object itself stays the record (its
+ * unique `idem` field decides). Written on every store, in the create's group commit.
  */
 /**
  * A confirm's secret input (the payer's full phone number, the one-time code), kept

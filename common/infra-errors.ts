@@ -1,4 +1,5 @@
 import {
+  MongoError,
   MongoNetworkError,
   MongoNotConnectedError,
   MongoServerError,
@@ -9,16 +10,46 @@ import {
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTCONN']);
 
 /**
- * FerretDB on SQLite answers a write that waited too long for the database's single
- * write lock with an InternalError whose message names SQLITE_BUSY ("database is
- * locked"); SQLITE_LOCKED is its shared-cache cousin. Both are contention, not bugs.
+ * A store on SQLite (the local stack's, docs/storage.md) answers a write that waited
+ * too long for the database's single write lock with an InternalError whose message
+ * names SQLITE_BUSY ("database is locked"); SQLITE_LOCKED is its shared-cache
+ * cousin. Both are contention, not bugs.
  */
 const LOCKED = /SQLITE_BUSY|SQLITE_LOCKED|database is locked/;
 
 /**
- * True for a lost or unreachable Redis or MongoDB, or a database too busy to take a
- * write: the api answers 503 with `Retry-After`, and a job retries with jittered
- * backoff. Such a fault is never a request's result.
+ * MongoDB's server codes for a replica set between primaries or a server going
+ * away: a failover or a restart, over once a new primary is elected. The driver
+ * retries a retryable operation once by itself; these are what is left after that.
+ * The retryable-reads specification's list (the driver's own, not exported).
+ */
+export const TRANSIENT_SERVER_CODES: ReadonlyMap<number, string> = new Map([
+  [6, 'HostUnreachable'],
+  [7, 'HostNotFound'],
+  [89, 'NetworkTimeout'],
+  [91, 'ShutdownInProgress'],
+  [189, 'PrimarySteppedDown'],
+  [9001, 'SocketException'],
+  [10107, 'NotWritablePrimary'],
+  [11600, 'InterruptedAtShutdown'],
+  [11602, 'InterruptedDueToReplStateChange'],
+  [13435, 'NotPrimaryNoSecondaryOk'],
+  [13436, 'NotPrimaryOrSecondary'],
+  [134, 'ReadConcernMajorityNotAvailableYet'],
+  [262, 'ExceededTimeLimit'],
+]);
+
+/** Labels with which MongoDB (or the driver) marks an error that a retry may clear. */
+const TRANSIENT_LABELS = ['RetryableWriteError', 'TransientTransactionError', 'PoolRequestedRetry'];
+
+/** An old server's (or a proxy's) words for "not primary" and "recovering", with no code. */
+const TRANSIENT_MESSAGE = /not master|node is recovering/i;
+
+/**
+ * True for a lost or unreachable Redis or MongoDB, a MongoDB between primaries or
+ * shutting down, or a database too busy to take a write: the api answers 503 with
+ * `Retry-After`, and a job retries with jittered backoff. Such a fault is never a
+ * request's result.
  */
 export function isInfrastructureError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
@@ -30,7 +61,10 @@ export function isInfrastructureError(err: unknown): boolean {
   ) {
     return true;
   }
-  if (err instanceof MongoServerError && LOCKED.test(err.message)) return true;
+  if (err instanceof MongoServerError) {
+    if (LOCKED.test(err.message) || TRANSIENT_MESSAGE.test(err.message) || TRANSIENT_SERVER_CODES.has(Number(err.code))) return true;
+  }
+  if (err instanceof MongoError && TRANSIENT_LABELS.some((label) => err.hasErrorLabel(label))) return true;
   if (err.name === 'MaxRetriesPerRequestError') return true;
   const code = (err as NodeJS.ErrnoException).code;
   if (code && NETWORK_CODES.has(code)) return true;

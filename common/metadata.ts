@@ -1,6 +1,6 @@
 /**
  * Metadata keys may be any characters but NUL: `.`, `$` and `__proto__` included.
- * MongoDB and FerretDB refuse some of those as field names, so metadata is stored
+ * MongoDB and its compatible servers refuse some of those as field names, so metadata is stored
  * as an array of pairs and turned back into an object only when presented.
  */
 export type MetadataPairs = Array<{ k: string; v: string }>;

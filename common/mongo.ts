@@ -24,11 +24,10 @@ export interface Mongo {
 
 /**
  * The document with this `_id`, if it belongs to `scope` (project and livemode);
- * null otherwise. The filter names `_id` alone and the scope is checked here: a real
- * MongoDB serves either shape from the `_id` index, but FerretDB pushes only an
- * `_id`-only filter down to SQLite. Any other field in the filter makes it decode
- * and test every document in the collection: at 2,000 payment intents, 6 ms against
- * 55 ms (measured with the driver against FerretDB 1.24 here).
+ * null otherwise. The filter names `_id` alone and the scope is checked here: every
+ * store serves that shape from its `_id` index, while a filter with any other field
+ * makes the local stack's store decode and test every document in the collection
+ * (docs/storage.md).
  */
 export async function findByIdInScope<T extends { _id: string; project: string; livemode: boolean }>(
   collection: Collection<T>,
@@ -44,24 +43,6 @@ export async function findByIdInScope<T extends { _id: string; project: string; 
 /** A projection that still returns project and livemode, to check the scope with. */
 function withScopeFields(projection: Record<string, 0 | 1>): Record<string, 0 | 1> {
   return Object.values(projection).includes(1) ? { ...projection, project: 1, livemode: 1 } : projection;
-}
-
-const ferretdb = new WeakMap<Db, Promise<boolean>>();
-
-/**
- * Whether the server is FerretDB (its `buildInfo` names a `ferretdbVersion`), asked
- * once per database handle. Used only where FerretDB's costs call for another shape
- * of the same operation (worker/lifecycle/transition.ts, worker/processors/create.ts).
- */
-export function servedByFerretDB(db: Db): Promise<boolean> {
-  let known = ferretdb.get(db);
-  if (!known) {
-    known = db.admin().command({ buildInfo: 1 }).then((info) => typeof info.ferretdbVersion === 'string');
-    // A failed question (the server away) is asked again next time.
-    known.catch(() => ferretdb.delete(db));
-    ferretdb.set(db, known);
-  }
-  return known;
 }
 
 export function collections(db: Db): Collections {
@@ -142,11 +123,12 @@ function index<T extends Document>(collection: Collection<T>, key: Record<string
 
 /**
  * Indexes for every query (scope, then newest first) and the unique `idem` field.
- * FerretDB enforces the unique ones on insert but uses none for queries; MongoDB uses all.
+ * MongoDB uses all of them; the local stack's store enforces the unique ones on
+ * insert but uses none for queries (docs/storage.md).
  *
  * Only missing indexes are created. Listing is a read; creating one, even one that
- * exists, is a write on FerretDB and queues behind every other write: a process
- * restarting under load would wait for its turn for nothing.
+ * exists, may be a write that queues behind every other write: a process restarting
+ * under load would wait for its turn for nothing.
  */
 export async function ensureIndexes(c: Collections): Promise<void> {
   const scoped = { project: 1, livemode: 1, _id: -1 } as const;

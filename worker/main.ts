@@ -8,10 +8,11 @@ import { loadConfig, type Config } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
 import { JOBS, openQueue, QUEUES, startTypedWorker, unknownJob, type DispatchEventData } from '../common/jobs.js';
 import { createLogger, logQueueErrors, type Logger } from '../common/logger.js';
-import { connect, ensureIndexes, openMongo, servedByFerretDB, untilDone, type Mongo } from '../common/mongo.js';
+import { connect, ensureIndexes, openMongo, untilDone, type Mongo } from '../common/mongo.js';
 import { createRedis } from '../common/redis.js';
 import { jitteredBackoff } from '../common/retry.js';
 import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
+import { resolveStoreProfile, type StoreProfile } from '../common/store-profile.js';
 import { InsertBatcher } from './group-commit.js';
 import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
@@ -49,9 +50,6 @@ import { Redeliveries, settleRedelivery } from './webhooks/redeliveries.js';
 
 /** An endpoint slot's lease, renewed while its POST runs: a dead worker's slots are free again within it. */
 const SLOT_LEASE_MS = 3_000;
-
-/** A worker's writes to MongoDB in flight at once (batched inserts and transition updates). */
-const WRITES_IN_FLIGHT = 2;
 
 /** How long an attempt's record waits for others to share its commit. */
 const ATTEMPT_BATCH_WAIT_MS = 50;
@@ -101,13 +99,15 @@ export interface WorkerDeps {
   /** Epoch ms. */
   now: () => number;
   ids: IdGenerator;
+  /** What the store can do (common/store-profile.ts), decided once at start-up. */
+  storeProfile: StoreProfile;
 }
 
 export interface Running {
   close(): Promise<void>;
 }
 
-export async function startWorker({ config, logger, mongo, redis, now, ids }: WorkerDeps): Promise<Running> {
+export async function startWorker({ config, logger, mongo, redis, now, ids, storeProfile }: WorkerDeps): Promise<Running> {
   const prefix = config.queuePrefix;
   const collections = mongo.collections;
   // Dispatch jobs retry infrastructure faults for a while, then the sweeper takes over;
@@ -124,9 +124,11 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
   const createsQueue = openQueue(QUEUES.creates, { connection: redis.queues, prefix });
   logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue, intentsQueue, createsQueue], logger);
   // One gate for the process's batched inserts and transition updates (write-gate.ts).
-  const writes = new WriteGate(WRITES_IN_FLIGHT);
+  const writesInFlight = config.workerWritesInFlight ?? storeProfile.writesInFlight;
+  const transitionWritesInFlight = Math.min(writesInFlight, config.workerTransitionWritesInFlight ?? storeProfile.transitionWritesInFlight);
+  const writes = new WriteGate(writesInFlight);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
-  const createDeps = { collections, redis: redis.commands, prefix, now, inserts, keyPointers: () => servedByFerretDB(mongo.db) };
+  const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
   const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
   const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, leaseMs: SLOT_LEASE_MS });
   // Attempts are recorded after their POST, where no client waits: a longer window
@@ -156,9 +158,9 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     simulator: config.simulator,
     confirmFailureLimit: config.confirmFailureLimit,
     connectors: liveConnectors(),
-    // At most one transition update holds one of the slots: the inserts keep the other.
-    writes: through(new WriteGate(1), writes),
-    keyOnlyUpdates: () => servedByFerretDB(mongo.db),
+    // Transition updates hold at most their share of the slots: the inserts keep the rest.
+    writes: through(new WriteGate(transitionWritesInFlight), writes),
+    atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,
     logger,
   };
   const deliveryBackoff = webhookBackoff(config.webhooks);
@@ -317,7 +319,17 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     logger,
   });
   const metrics = await startWorkerMetrics(config, logger, workers, first);
-  logger.info({ concurrency: config.workerConcurrency, batch_max: config.createBatchMax, batch_wait_ms: config.createBatchWaitMs }, 'worker started');
+  logger.info(
+    {
+      concurrency: config.workerConcurrency,
+      batch_max: config.createBatchMax,
+      batch_wait_ms: config.createBatchWaitMs,
+      store_profile: storeProfile.name,
+      writes_in_flight: writesInFlight,
+      transition_writes_in_flight: transitionWritesInFlight,
+    },
+    'worker started',
+  );
 
   return {
     async close() {
@@ -349,10 +361,12 @@ async function main(): Promise<void> {
   const mongo = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-worker');
   // Before any job: the unique indexes are what makes an insert idempotent on a key.
   // Listing them is a read, so a restart under write load does not queue for nothing.
+  let storeProfile: StoreProfile | undefined;
   await untilDone(
     async () => {
       await connect(mongo);
       await ensureIndexes(mongo.collections);
+      storeProfile = await resolveStoreProfile(config.storeProfile, mongo.db);
     },
     (err, failures) => {
       if (failures === 1 || failures % 10 === 0) logger.warn({ err: err.message, failures }, 'MongoDB not ready: retrying');
@@ -364,7 +378,7 @@ async function main(): Promise<void> {
     workers: createRedis(config.redisUrl, 'patient', 'worker-bullmq'),
   };
   const now = Date.now;
-  const running = await startWorker({ config, logger, mongo, redis, now, ids: new IdGenerator(now) });
+  const running = await startWorker({ config, logger, mongo, redis, now, ids: new IdGenerator(now), storeProfile: storeProfile! });
   stopOnSignals(async (signal) => {
     logger.info({ signal }, 'worker stopping: finishing active jobs');
     await running.close();

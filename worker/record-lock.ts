@@ -5,23 +5,33 @@
  * merchant's (update, delete, rotation) and the deliveries' (a failure run starting
  * or ending, a disable).
  *
- * Why a lock when the update is conditional: on MongoDB the filter and the write of
- * an update are one atomic step, and the condition alone decides a race. FerretDB
- * 1.x (the local stack's server) reads the matching document, then replaces the
- * whole of it by `_id`; two updates sent at once both match, both are answered
- * `matchedCount: 1`, and the last write wins, even when they set different fields.
- * A cancel racing an operator's answer would both apply (two events, one of them
- * describing a state the intent never kept); a delivery noting a failure while the
- * merchant changes the endpoint's url would put the old url back. The lock makes
- * racing writes take turns; the conditional update stays the guarantee wherever the
- * lock does not hold (it expired while its holder stalled, Redis lost it).
+ * Why a lock, and what guards a record when the lock does not hold (it expired
+ * while its holder stalled, Redis lost it), depends on the write and on the store
+ * (common/store-profile.ts, docs/storage.md):
+ *
+ * - Transitions of a payment intent, on a store with `atomicConditionalUpdates`
+ *   (MongoDB): the update is conditional on the intent's `rev`, and the filter and
+ *   the write are one atomic step, so the condition alone decides a race. The lock
+ *   only makes racing transitions take turns instead of losing and deciding again;
+ *   the conditional update stays the guarantee wherever the lock does not hold.
+ * - Transitions, on a store without them (the local stack's): such a store reads
+ *   the matching document, then replaces the whole of it by `_id`; two updates sent
+ *   at once both match, both are answered `matchedCount: 1`, and the last write
+ *   wins. The update names `_id` alone there, and the lock is the only guard: a
+ *   cancel racing an operator's answer could both apply (two events, one of them
+ *   describing a state the intent never kept) if the lock did not hold.
+ * - Webhook endpoints, on every store: the merchant's update merges metadata read
+ *   from the document and writes it with an update by `_id` alone, so the lock is the
+ *   only guard there too; on the local stack's store it also keeps a delivery noting
+ *   a failure from putting back the url a merchant just changed.
  *
  * The lock expires by itself (`ttlMs`) unless its holder renews it: a live holder
  * renews it every third of that while it waits (the write gate, a slow database), so
  * only a worker that died lets it expire, delaying that record's next write by at
- * most `ttlMs`. A transition checks it once more right before its update, so a
- * holder that lost it anyway (Redis failed over, the process stalled) never writes
- * under a lock that another has taken since.
+ * most `ttlMs`. A transition renews it once more right before its update, so a
+ * holder that lost it anyway (Redis failed over, the process stalled) does not write
+ * under a lock that another has taken since, unless Redis loses the lock again, or
+ * the write takes longer than `ttlMs`, between that renewal and the write.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -64,10 +74,11 @@ export function objectLockKey(prefix: string, collection: string, id: string): s
 
 /**
  * Frees an expired idempotency key held by an object (removes its unique `idem`),
- * under the object's lock: on FerretDB the update writes the whole document back,
- * and would undo a transition or an endpoint change made meanwhile. The filter names
- * `_id` alone (anything more is a scan on FerretDB): a key that has expired stays
- * expired, and only this frees it. True when this call freed it.
+ * under the object's lock: on the local stack's store the update writes the whole
+ * document back, and would undo a transition or an endpoint change made meanwhile
+ * (docs/storage.md). The filter names `_id` alone (anything more may be a scan): a
+ * key that has expired stays expired, and only this frees it. True when this call
+ * freed it.
  */
 export async function freeExpiredKey(
   redis: Redis,

@@ -27,22 +27,89 @@
  *   without asking Redis. It also keeps every recorded answer it hears on the
  *   results channel, its own requests' or another process's: a replay that lands on
  *   another api than its first request reads nothing either (without it, rendering
- *   the answer from the object is a read of MongoDB, a scan on FerretDB).
+ *   the answer from the object is a read of MongoDB, a scan on the local stack's
+ *   store: docs/storage.md).
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../common/config.js';
 import { errors } from '../../common/errors.js';
 import { decodeEntry, encodeDone, idempotentJobId, recordPointer, RECORD_POINTER_PREFIX, type CachedEntry } from '../../common/idempotency.js';
-import type { CreateResultMessage, Scope } from '../../common/jobs.js';
+import type { CreateResultMessage, IdempotencyJobInfo, Scope } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
 import { describeKeyedRequest, type KeyedRequest } from './keyed-request.js';
 import { ReplayCache, type Replay } from './replay-cache.js';
 
-export type Lookup =
+type Lookup =
   | { kind: 'replay'; replay: Replay }
   | { kind: 'new' };
+
+/** What `begin` found: an answer to replay at once, or this request's ticket. */
+export type Begun = { replay: Replay } | { ticket: Ticket };
+
+/** A request's answer, as `settle` makes it from its job's result. */
+export interface Answer extends Replay {
+  /** Another request's answer (sent with `Idempotent-Replayed: true`). */
+  replayed: boolean;
+}
+
+/** Who this request is, to tell its own result from another request's. */
+export interface Own {
+  requestId: string;
+  /** The object's id (a create's new one, or a mutation's request id). */
+  objectId: string;
+}
+
+/**
+ * One request's way through the protocol, from `begin` to `settle`. A request
+ * without a key gets one too: it takes nothing, and settles its result as it is.
+ */
+export interface Ticket {
+  /** The key's part of the job's data; null without a key. */
+  readonly idempotency: IdempotencyJobInfo | null;
+  /** The job's id: the key's (every request with the key waits on one job), or the object's. */
+  jobId(objectId: string): string;
+  /**
+   * After validation, before the job: takes the key. A replay when a request with
+   * the key completed since `begin`; 409 `idempotency_in_flight` while one runs.
+   */
+  claim(): Promise<Replay | null>;
+  /** The job could not be enqueued: frees the key for a retry. */
+  abandon(): Promise<void>;
+  /**
+   * The key's result as the worker cached it in Redis, if there is one yet, as a
+   * result message: for a wait whose message may have been missed. Null without a key.
+   */
+  recorded(own: Own): Promise<CreateResultMessage | null>;
+  /**
+   * The job's result, or null when none came in time, made this request's answer.
+   * A refusal frees the key for a retry, a success is kept for this process's
+   * replays; another request's result with the key is 400 `idempotency_key_reused`
+   * (throws), and no result at all frees the key and is 503 `processing_timeout`
+   * (throws) unless Redis already holds the answer.
+   */
+  settle(result: CreateResultMessage | null, own: Own): Promise<Answer>;
+}
+
+/** The answer of another request's job (it ran, or ran again after Redis lost its answer, while this one waited) is a replay. */
+function answerOf(result: CreateResultMessage, own: Own): Answer {
+  const replayed = result.replayed === true || (result.requestId !== undefined && result.requestId !== own.requestId);
+  return { status: result.status, body: result.body, replayed };
+}
+
+/** A request without an `Idempotency-Key`. */
+const UNKEYED: Ticket = {
+  idempotency: null,
+  jobId: (objectId) => objectId,
+  claim: async () => null,
+  abandon: async () => undefined,
+  recorded: async () => null,
+  async settle(result, own) {
+    if (!result) throw errors.processingTimeout();
+    return answerOf(result, own);
+  },
+};
 
 /** Lua: delete the lock only if it is still ours (it may have expired and been retaken). */
 const RELEASE_LOCK = `
@@ -70,13 +137,67 @@ export class IdempotencyStore {
     this.replays = new ReplayCache(deps.now, deps.config.replayCacheBytes);
   }
 
-  describe(scope: Scope, key: string, method: string, path: string, body: unknown, encoding: 'json' | 'form' = 'json'): KeyedRequest {
+  /**
+   * Before validation: the recorded answer of the key to replay (400
+   * `idempotency_key_reused` for another request, 409 `idempotency_in_flight` while
+   * one runs: both thrown), or this request's ticket. Takes nothing yet.
+   */
+  async begin(scope: Scope, key: string | null, method: string, path: string, body: unknown, encoding: 'json' | 'form' = 'json'): Promise<Begun> {
+    if (key === null) return { ticket: UNKEYED };
     const expiresAt = this.deps.now() + this.deps.config.idempotencyTtlMs;
-    return describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt }, scope, key, method, path, body, encoding);
+    const req = describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt }, scope, key, method, path, body, encoding);
+    const found = await this.lookup(req);
+    if (found.kind === 'replay') return { replay: found.replay };
+    return { ticket: this.ticket(req) };
+  }
+
+  private ticket(req: KeyedRequest): Ticket {
+    const jobId = idempotentJobId(req.info.scopeHash);
+    let token: string | null = null;
+    const release = async () => {
+      if (token) await this.release(req, token);
+    };
+    return {
+      idempotency: req.info,
+      jobId: () => jobId,
+      claim: async () => {
+        const locked = await this.lock(req);
+        if ('replay' in locked) return locked.replay;
+        token = locked.token;
+        return null;
+      },
+      abandon: release,
+      recorded: async (own) => {
+        const late = await this.lookupCached(req);
+        return late && { jobId, fingerprint: req.info.fingerprint, status: late.status, body: late.body, replayed: late.madeBy !== own.objectId };
+      },
+      settle: async (result, own) => {
+        if (result) {
+          // A success has replaced the lock with its record; a refusal frees the key for a retry.
+          if (result.status !== 200) await release();
+          // The key's job may be another request's (this one retried after a timeout with another body).
+          if (result.fingerprint !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+          const answer = answerOf(result, own);
+          // This request's own answer, just recorded: kept, so that its replays to this
+          // process read nothing from MongoDB (a client that lost the answer retries at once).
+          if (answer.status === 200 && !answer.replayed) this.replays.keep(req.memoryKey, req.canonical, { status: answer.status, body: answer.body }, req.info.expiresAt);
+          return answer;
+        }
+        // No answer in time. The job goes on and records its result; the key is freed so a
+        // retry attaches to the same job (same job id) instead of getting 409. The worker
+        // caches the result in Redis as it publishes it: a missed message is found there,
+        // without a read of MongoDB (which, under load, is what is slow).
+        const late = await this.lookupCached(req).catch(() => null);
+        await release();
+        // Another request's answer (this one retried after a timeout): a replay.
+        if (late) return { status: late.status, body: late.body, replayed: late.madeBy !== own.objectId };
+        throw errors.processingTimeout();
+      },
+    };
   }
 
   /** Before validation: is there a result to replay, or a request in flight? */
-  async lookup(req: KeyedRequest): Promise<Lookup> {
+  private async lookup(req: KeyedRequest): Promise<Lookup> {
     const kept = this.replays.get(req.memoryKey);
     if (kept) {
       if (kept.canonical !== req.canonical) throw errors.idempotencyKeyReused();
@@ -103,8 +224,9 @@ export class IdempotencyStore {
 
   /**
    * The epoch, started if Redis has none: one start at a time in this process, the
-   * other requests wait for it. (Each start scans on FerretDB; 64 requests starting it
-   * at once, each with its own scans, once stalled a whole service for minutes.)
+   * other requests wait for it. (Each start may scan, docs/storage.md; 64 requests
+   * starting it at once, each with its own scans, once stalled a whole service for
+   * minutes.)
    */
   private epochOnce(): Promise<string> {
     this.epochStart ??= this.startEpoch()
@@ -143,7 +265,7 @@ export class IdempotencyStore {
    * Takes the in-flight lock. Returns its token; on a lost race, answers as
    * `lookup` would for the winner (replay, reuse or 409).
    */
-  async lock(req: KeyedRequest): Promise<{ token: string } | { replay: Replay }> {
+  private async lock(req: KeyedRequest): Promise<{ token: string } | { replay: Replay }> {
     const token = randomBytes(12).toString('hex');
     const value = JSON.stringify({ s: 'lock', t: token });
     const taken = await this.deps.redis.set(req.redisKey, value, 'PX', this.deps.config.idempotencyLockMs, 'NX');
@@ -199,20 +321,10 @@ export class IdempotencyStore {
     return null;
   }
 
-  /** Keeps an answer this process has just received from its key's job, until the key expires. */
   /** A result published on the results channel: kept when it is a key's recorded answer. */
   hear(message: CreateResultMessage): void {
     if (message.expiresAt === undefined || message.fingerprint === null) return;
     this.replays.keep(heardKey(message.jobId), message.fingerprint, { status: message.status, body: message.body }, message.expiresAt);
-  }
-
-  keepAnswer(req: KeyedRequest, replay: Replay): void {
-    this.replays.keep(req.memoryKey, req.canonical, replay, req.info.expiresAt);
-  }
-
-  /** Whether a result from the job of this key answers this request. */
-  answers(req: KeyedRequest, fingerprint: string | null): boolean {
-    return fingerprint === req.info.fingerprint;
   }
 
   /**
@@ -220,7 +332,7 @@ export class IdempotencyStore {
    * publishes it), rendered from the stored object: after a wait for a result timed
    * out, in case its message was missed. Null when there is none yet.
    */
-  async lookupCached(req: KeyedRequest): Promise<(Replay & { madeBy: string }) | null> {
+  private async lookupCached(req: KeyedRequest): Promise<(Replay & { madeBy: string }) | null> {
     const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
     if (entry?.s !== 'done' || entry.fp !== req.info.fingerprint) return null;
     const found = await this.render(entry.id, req.info.scopeHash);
@@ -228,21 +340,21 @@ export class IdempotencyStore {
   }
 
   /** Frees the key for a retry (after a timeout or a failure to enqueue). */
-  async release(req: KeyedRequest, token: string): Promise<void> {
+  private async release(req: KeyedRequest, token: string): Promise<void> {
     await this.deps.redis.eval(RELEASE_LOCK, 1, req.redisKey, token).catch(() => undefined);
   }
 
   /**
    * The durable record: after a Redis restart or flush, or once a lock expired. A
    * mutation's answer, or a create's frozen before its object changed, is a record,
-   * found by `_id` (cheap even on FerretDB). A create's answer that is still its
-   * object is not looked for here: finding the object by its key would scan every
-   * object on FerretDB, once per keyed request for as long as the epoch lasts (48 h
+   * found by `_id` (cheap on every store). A create's answer that is still its
+   * object is not looked for here: finding the object by its key may scan every
+   * object (docs/storage.md), once per keyed request for as long as the epoch lasts (48 h
    * after Redis lost its data). The create's job finds it instead, when its insert
    * meets the key's unique index: that costs a scan only for a key that is really
    * used again, and answers the same bytes, flagged as a replay.
    */
-  async lookupDurable(req: KeyedRequest): Promise<Lookup> {
+  private async lookupDurable(req: KeyedRequest): Promise<Lookup> {
     const c = this.deps.collections;
     const found = await c.idempotencyRecords.findOne({ _id: req.info.scopeHash });
     const record = found && found.expires_at > this.deps.now() ? found : null;

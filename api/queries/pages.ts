@@ -40,7 +40,8 @@ export async function listPage<T extends Scoped>(
   const cursorId = query.startingAfter ?? query.endingBefore;
   const newerFirst = query.endingBefore === null;
   // Without an extra filter, the cursor object is fetched with its page ($lte/$gte):
-  // one query instead of two (on FerretDB each query scans the collection).
+  // one query instead of two (on the local stack's store each query scans the
+  // collection: docs/storage.md).
   const inline = cursorId !== null && !options.filter;
   if (cursorId !== null && !inline) {
     const exists = await findByIdInScope(collection, cursorId, scope, { projection: { _id: 1 } });

@@ -9,14 +9,27 @@ import { ROOT, ensureBuild, ensureNodeModules } from './build.mjs';
 import { reapStaleTempStacks } from './pid-files.mjs';
 import { startStack } from './servers.mjs';
 
+/** The store profiles (common/store-profile.ts) that STORE_PROFILE may force. */
+const STORE_PROFILES = ['mongodb', 'ferretdb'];
+
 /**
  * Installs and builds when needed, starts throw-away Redis and FerretDB servers on
  * free ports, runs `node <args>` with REDIS_URL, MONGODB_URL, REDIS_SERVER_BIN and
  * FERRETDB_BIN set, stops the servers once it has exited (or on a signal), and
- * exits with its code.
+ * exits with its code. A STORE_PROFILE in the environment reaches the command (and
+ * the services the test helpers start from it): `STORE_PROFILE=mongodb npm test`
+ * runs the MongoDB profile's code paths against FerretDB (docs/storage.md).
  */
 export async function runOnThrowawayStack({ name, tempPrefix, args }) {
   const fail = (error) => process.stderr.write(`${name}: ${error instanceof Error ? error.message : error}\n`);
+  const profile = process.env.STORE_PROFILE;
+  if (profile) {
+    if (!STORE_PROFILES.includes(profile)) {
+      fail(`STORE_PROFILE must be one of ${STORE_PROFILES.join(', ')}, not "${profile}"`);
+      process.exit(1);
+    }
+    process.stderr.write(`${name}: STORE_PROFILE=${profile} (forced; the server would be detected as ferretdb)\n`);
+  }
   try {
     ensureNodeModules();
     ensureBuild();

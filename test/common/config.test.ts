@@ -25,3 +25,22 @@ test('config refuses a repeated operator and reads lists', (t) => {
   t.throws(() => loadConfig({ ...minimal, OPERATORS: 'wave,wave' }), { instanceOf: ConfigError });
   t.deepEqual(loadConfig({ ...minimal, OPERATORS: 'a,b', WEBHOOK_RETRY_SCHEDULE_MS: '10,20' }).webhooks.retrySchedule, [10, 20]);
 });
+
+test('the store profile is detected unless STORE_PROFILE forces one of the known profiles', (t) => {
+  t.is(loadConfig(minimal).storeProfile, null);
+  t.is(loadConfig({ ...minimal, STORE_PROFILE: '' }).storeProfile, null);
+  t.is(loadConfig({ ...minimal, STORE_PROFILE: 'mongodb' }).storeProfile, 'mongodb');
+  const err = t.throws(() => loadConfig({ ...minimal, STORE_PROFILE: 'postgres' }), { instanceOf: ConfigError });
+  t.true(err?.message.includes('STORE_PROFILE'));
+});
+
+test("the worker's write-gate widths default to the store profile's, and may be set", (t) => {
+  t.like(loadConfig(minimal), { workerWritesInFlight: null, workerTransitionWritesInFlight: null });
+  t.like(loadConfig({ ...minimal, WORKER_WRITES_IN_FLIGHT: '8', WORKER_TRANSITION_WRITES_IN_FLIGHT: '3' }), {
+    workerWritesInFlight: 8,
+    workerTransitionWritesInFlight: 3,
+  });
+  const err = t.throws(() => loadConfig({ ...minimal, WORKER_WRITES_IN_FLIGHT: '2', WORKER_TRANSITION_WRITES_IN_FLIGHT: '3' }), { instanceOf: ConfigError });
+  t.true(err?.message.includes('WORKER_TRANSITION_WRITES_IN_FLIGHT'));
+  t.throws(() => loadConfig({ ...minimal, WORKER_WRITES_IN_FLIGHT: '0' }), { instanceOf: ConfigError });
+});

@@ -17,8 +17,9 @@ import { openQueues } from '../../common/jobs.js';
 import { createLogger } from '../../common/logger.js';
 import { connectMongo, type Mongo } from '../../common/mongo.js';
 import { createRedis, waitReady } from '../../common/redis.js';
+import { resolveStoreProfile } from '../../common/store-profile.js';
 import { startWorker } from '../../worker/main.js';
-import { stackUrls, uniqueName, type ApiResponse } from './service.js';
+import { stackEnv, stackUrls, uniqueName, type ApiResponse } from './service.js';
 
 /** Epoch ms that move only when the test says so. */
 export class FakeClock {
@@ -58,6 +59,7 @@ export async function openStack(env: Record<string, string> = {}): Promise<Stack
     QUEUE_PREFIX: uniqueName('q'),
     LOG_LEVEL: 'silent',
     RATE_LIMIT_PER_SECOND: '0',
+    ...stackEnv(),
     ...env,
   });
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'test');
@@ -135,7 +137,8 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
     queues: createRedis(config.redisUrl, 'patient', 'test-worker-queues'),
     workers: createRedis(config.redisUrl, 'patient', 'test-worker-bullmq'),
   };
-  const worker = await startWorker({ config, logger, mongo, redis: workerRedis, now: clock.now, ids: new IdGenerator(clock.now) });
+  const storeProfile = await resolveStoreProfile(config.storeProfile, mongo.db);
+  const worker = await startWorker({ config, logger, mongo, redis: workerRedis, now: clock.now, ids: new IdGenerator(clock.now), storeProfile });
 
   return {
     baseUrl,

@@ -23,6 +23,16 @@ export function stackUrls(): { redisUrl: string; mongoUrl: string } {
   return { redisUrl, mongoUrl };
 }
 
+/**
+ * The settings of the suite's run that every service it starts shares: the store
+ * profile, when the run forces one (`STORE_PROFILE=mongodb npm test` runs the MongoDB
+ * code paths against the test store; docs/storage.md).
+ */
+export function stackEnv(): Record<string, string> {
+  const profile = process.env.STORE_PROFILE;
+  return profile ? { STORE_PROFILE: profile } : {};
+}
+
 export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(5).toString('hex')}`;
 }
@@ -155,6 +165,7 @@ export class Service {
       // The webhook tests' receivers listen on 127.0.0.1: test mode may reach them.
       // Tests of the address guard turn it off.
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      ...stackEnv(),
       ...options.env,
     };
   }

@@ -1,13 +1,15 @@
 /**
  * Applies a lifecycle decision to a payment intent, at most once. What it promises:
  *
- * - One conditional update per transition: the filter names the intent's `rev` (and
- *   its status and attempt) as they were when the decision was made, so two racing
- *   jobs cannot both apply; the loser reads the intent again and decides again
- *   (a cancel that lost to a success is then refused, an operator answer that lost
- *   to a cancel is dropped as late). Read, decision and update are made under the
- *   intent's lock (../record-lock.ts): FerretDB does not make a conditional update
- *   atomic, so racing transitions take turns there.
+ * - Racing transitions take turns: read, decision and update are made under the
+ *   intent's lock (../record-lock.ts), checked once more right before the update.
+ *   On a store with atomic conditional updates (`atomicConditionalUpdates`,
+ *   common/store-profile.ts), the update is also conditional: its filter names the
+ *   intent's `rev` (and its status and attempt) as they were when the decision was
+ *   made, so two racing jobs cannot both apply even when the lock did not hold; the
+ *   loser reads the intent again and decides again (a cancel that lost to a success
+ *   is then refused, an operator answer that lost to a cancel is dropped as late).
+ *   On a store without them the lock is the only guard (docs/storage.md).
  * - The same update adds a `history` entry: the mutation's id, its answer's status,
  *   its event's id and its delayed jobs. So the event is recorded atomically with
  *   the change, and a retried job (crash, stall, lost connection) finds its entry and
@@ -56,13 +58,13 @@ export interface TransitionDeps {
   /** Every transition's update passes through it (write-gate.ts). */
   writes: Gate;
   /**
-   * True on FerretDB: the update names the intent's `_id` alone. FerretDB does not
-   * apply a conditional update atomically anyway (the intent's lock is what keeps
-   * transitions apart there), and a filter with any field besides `_id` makes it
-   * scan and decode every intent, where `_id` alone goes down to SQLite: at 2,000
-   * intents about 30 ms against 80 ms per update. A real MongoDB gets the condition.
+   * The store's capability (common/store-profile.ts). When true, the update's filter
+   * names the intent's status, attempt and `rev` as they were read, and a transition
+   * that lost a race decides again. When false, the filter names `_id` alone: such a
+   * store would not apply the condition atomically anyway, and any field besides
+   * `_id` costs it a scan of every intent (docs/storage.md).
    */
-  keyOnlyUpdates: () => Promise<boolean>;
+  atomicConditionalUpdates: boolean;
 }
 
 export interface Mutation extends Scope {
@@ -178,7 +180,7 @@ async function decideAndApply(
     } as unknown as Filter<PaymentIntentDoc>;
     // `attempt` of a document no transition has touched yet is absent, not 0.
     if (doc.attempt === undefined) (filter as Record<string, unknown>).attempt = { $exists: false };
-    const where = (await deps.keyOnlyUpdates()) ? ({ _id: doc._id } as Filter<PaymentIntentDoc>) : filter;
+    const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
     // A locked database is contention: waited out here, not a failed job.
     const updated = await deps.writes.run(async () => {
       // The wait for the gate may have outlived the lock: never write under another's.

@@ -1,16 +1,19 @@
 /**
  * At most `limit` of a worker process's writes to MongoDB in flight at once, in
- * order. On FerretDB (SQLite) the database has a single writer: every insert waits
- * for the write lock, and every update scans its collection while it holds it. 64
- * jobs writing at once do not go faster than a few: they queue inside SQLite, whose
- * busy handler is not first come first served, until its busy timeout, then fail
- * with SQLITE_BUSY and are retried, and the retries add to the queue. Waiting here
- * instead keeps the lock's queue short, and batched inserts grow while they wait
- * (group-commit.ts), so the writer commits more documents per turn.
+ * order. The widths come from config (`WORKER_WRITES_IN_FLIGHT`,
+ * `WORKER_TRANSITION_WRITES_IN_FLIGHT`), with defaults from the store profile
+ * (common/store-profile.ts). On a store with a single writer (the local stack's,
+ * on SQLite: docs/storage.md) every insert waits for the write lock, and every
+ * update scans its collection while it holds it. 64 jobs writing at once do not go
+ * faster than a few: they queue inside SQLite, whose busy handler is not first come
+ * first served, until its busy timeout, then fail with SQLITE_BUSY and are retried,
+ * and the retries add to the queue. Waiting here instead keeps the lock's queue
+ * short, and batched inserts grow while they wait (group-commit.ts), so the writer
+ * commits more documents per turn. On MongoDB the gate is only a bound.
  *
  * Two lanes: inserts of new objects (`first`) pass before transition updates, so
- * that a backlog of lifecycle work, each update a scan on FerretDB, does not hold
- * back the creates whose clients are waiting.
+ * that a backlog of lifecycle work (each update a scan on a store that uses no
+ * index) does not hold back the creates whose clients are waiting.
  */
 export interface Gate {
   run<T>(work: () => Promise<T>, lane?: 'first' | 'then'): Promise<T>;

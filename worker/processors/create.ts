@@ -7,11 +7,10 @@
  *   object carries its key's hash in a unique field, so a second job for the same
  *   key (its first job long gone from Redis) hits that instead and answers with the
  *   object the key created. That object is found through the key's pointer
- *   (`idempotency_keys`, by `_id`, written beside the object), and by its `idem`
- *   field only when the pointer is missing or stale: on FerretDB that look-up
- *   decodes every object, up to a second of its CPU each with a few thousand
- *   intents, and after a Redis rollback each key that Redis forgot costs one. (On a
- *   real MongoDB that look-up is an index look-up: no pointers are written there.)
+ *   (`idempotency_keys`, by `_id`, written beside the object in the same group
+ *   commit), and by its `idem` field only when the pointer is missing or stale: on
+ *   a store that uses no index for queries that look-up decodes every object, and
+ *   after a Redis rollback each key that Redis forgot costs one (docs/storage.md).
  * - One insert, so the object, its idempotency record and its created event exist
  *   together or not at all. The response is the presentation of the stored
  *   document, the same bytes every time. Before the job completes, Redis gets the
@@ -45,11 +44,6 @@ export interface CreateDeps {
   inserts: InsertBatcher;
   prefix: string;
   now: () => number;
-  /**
-   * Whether keyed creates write their key's pointer (default: yes). Only FerretDB
-   * needs it: a real MongoDB finds a key's object in the unique `idem` index.
-   */
-  keyPointers?: () => Promise<boolean>;
 }
 
 interface CreateJobCommon extends Scope {
@@ -148,9 +142,9 @@ async function insertOnce<D extends Stored>(
       if (!isDuplicateKey(err)) throw err;
     }
     // Either this job ran before (same `_id`), or another object holds the key. The
-    // first look-up is by `_id`, cheap even on FerretDB, and settles the common case, a
-    // retried job (a worker killed, a stalled job); the look-up by key scans every
-    // object on FerretDB, so it comes only after.
+    // first look-up is by `_id`, cheap on every store, and settles the common case, a
+    // retried job (a worker killed, a stalled job); the look-up by key may scan every
+    // object (docs/storage.md), so it comes only after.
     const same = (await spec.collection.findOne({ _id: data.id } as Filter<D>)) as D | null;
     if (same && !idem) return { doc: same, replayed: false };
     if (idem) {
@@ -187,13 +181,11 @@ async function insertOnce<D extends Stored>(
  * look-up by `idem` to a later duplicate.
  */
 async function pointKey(deps: CreateDeps, idem: IdempotencyJobInfo, objectId: string): Promise<void> {
-  if (deps.keyPointers && !(await deps.keyPointers().catch(() => true))) return;
   await deps.inserts.insert(deps.collections.idempotencyKeys, { _id: idem.scopeHash, object: objectId, expires_at: idem.expiresAt }).catch(() => undefined);
 }
 
 /** After an expired key was freed: the pointer moves to the key's new object. */
 async function repointKey(deps: CreateDeps, idem: IdempotencyJobInfo, objectId: string): Promise<void> {
-  if (deps.keyPointers && !(await deps.keyPointers().catch(() => true))) return;
   await deps.collections.idempotencyKeys
     .replaceOne({ _id: idem.scopeHash }, { object: objectId, expires_at: idem.expiresAt }, { upsert: true })
     .catch(() => undefined);

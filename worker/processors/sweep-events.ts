@@ -11,7 +11,7 @@
  *   good), which also covers a release lost with Redis or with a dying process.
  *
  * One read of the outbox per sweep; the outbox holds only pending events, so it
- * stays small, and the read stays cheap even on FerretDB (which scans).
+ * stays small, and the read stays cheap even on a store that scans (docs/storage.md).
  */
 import type { WebhookConfig } from '../../common/config.js';
 import type { WebhookEndpointDoc } from '../../common/documents.js';

@@ -14,13 +14,14 @@ export interface SweepIdempotencyDeps {
 const FREED_AT_ONCE = 8;
 
 /**
- * Frees idempotency keys past their lifetime (FerretDB has no TTL indexes): the
+ * Frees idempotency keys past their lifetime (no TTL indexes: docs/storage.md): the
  * object stays, its unique `idem` field goes, so the key may create anew. Lookups
  * already treat an expired key as free; this keeps the unique index honest.
  *
- * One object at a time under its lock, not one updateMany: FerretDB writes every
- * matched document back whole, and would undo a transition of an intent (which may
- * still change for 30 days) or an endpoint change made between its read and write.
+ * One object at a time under its lock, not one updateMany: the local stack's store
+ * writes every matched document back whole, and would undo a transition of an
+ * intent (which may still change for 30 days) or an endpoint change made between its
+ * read and write. One path for every store: the sweep is not where time goes.
  */
 export async function sweepIdempotency(deps: SweepIdempotencyDeps, now: number): Promise<{ freed: number }> {
   const c = deps.collections;

@@ -77,7 +77,7 @@ interface RunOptions {
   /**
    * The change writes the endpoint's document: its read and write are made under the
    * endpoint's lock (../record-lock.ts), which deliveries take too when they note a
-   * failure run. On FerretDB, an update replaces the whole document it read.
+   * failure run: a metadata merge is read, then written by `_id` alone (see there).
    */
   writes?: boolean;
 }

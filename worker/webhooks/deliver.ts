@@ -71,8 +71,8 @@ export interface DeliverDeps {
   redis: Redis;
   prefix: string;
   /**
-   * Group commit for the attempts' records: every delivery writes one, and on
-   * SQLite (FerretDB) each write is a commit on the database's one writer.
+   * Group commit for the attempts' records: every delivery writes one, and on the
+   * local stack's store each write is a commit on the database's one writer.
    */
   attempts: InsertBatcher;
 }
@@ -112,7 +112,7 @@ function outcomeOf(result: PostResult, nowMs: number): Outcome {
     return { http_status: null, error: result.error, response_body: null, retryAfterMs: null, durationMs: result.durationMs };
   }
   const status = result.status;
-  // FerretDB refuses NUL in strings; the body is for people to read anyway.
+  // The local stack's store refuses NUL in strings; the body is for people to read anyway.
   const body = result.body.toString('utf8').replace(/\u0000/g, '\ufffd');
   const error: AttemptError | null = status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? 'redirect' : 'http_error';
   const retryAfterHeader = result.headers['retry-after'];
@@ -303,9 +303,10 @@ export async function sendAttempt(
 }
 
 /**
- * A write to the endpoint's document, under its lock (../record-lock.ts): on FerretDB
- * an update replaces the whole document it read, so a failure noted while the
- * merchant changes the endpoint would otherwise put the old fields back.
+ * A write to the endpoint's document, under its lock (../record-lock.ts): on the
+ * local stack's store an update replaces the whole document it read, so a failure
+ * noted while the merchant changes the endpoint would otherwise put the old fields
+ * back (docs/storage.md).
  */
 function withEndpointLock<T>(deps: DeliverDeps, endpointId: string, write: () => Promise<T>): Promise<T> {
   return withRecordLock(deps.redis, endpointLockKey(deps.prefix, endpointId), write);

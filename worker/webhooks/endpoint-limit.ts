@@ -3,8 +3,8 @@
  * endpoint costs a delivery job per event, so the cap bounds what one tenant's
  * events can cost. The check is a count before the insert; creates of one scope are
  * serialised by a short Redis lock around count-then-insert, so concurrent creates
- * on any number of workers cannot pass the cap together. (The count scans the
- * collection on FerretDB; endpoint collections are small.)
+ * on any number of workers cannot pass the cap together. (The count may scan the
+ * collection, docs/storage.md; endpoint collections are small.)
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';

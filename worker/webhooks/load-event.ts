@@ -9,9 +9,10 @@
  * stored: `payment_intent.created` in the payment intent's own document (`evt_X` is
  * the created event of `pi_X`), every other event in the `events` collection.
  *
- * On FerretDB a read by `_id` scans its collection, at a cost in proportion to what
- * the collection holds: the outbox holds only the pending events, where the intents
- * and events grow with every payment. On MongoDB each read is an `_id` lookup.
+ * On the local stack's store a read may scan its collection, at a cost in
+ * proportion to what the collection holds (docs/storage.md): the outbox holds only
+ * the pending events, where the intents and events grow with every payment. On
+ * MongoDB each read is an `_id` lookup.
  */
 import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import type { Collections } from '../../common/mongo.js';

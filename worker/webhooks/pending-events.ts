@@ -9,9 +9,10 @@
  *   entry. A finish seen twice (a stalled job run again) removes nothing the second
  *   time.
  * - Cheap: released entries are deleted in batches, one command per flush, not one
- *   write per event; each entry by its `_id` alone, which FerretDB hands to SQLite
- *   (with `_id: {$in: [...]}` it decodes every entry of the outbox, pending ones
- *   included: under a delivery backlog that was most of its CPU).
+ *   write per event; each entry by its `_id` alone, which every store serves from
+ *   its `_id` index (with `_id: {$in: [...]}` the local stack's store decodes every
+ *   entry of the outbox, pending ones included: under a delivery backlog that was
+ *   most of its CPU; docs/storage.md).
  * - Never lost: when Redis loses the set (a restart from an old snapshot), or a
  *   process dies before its flush, the entry simply stays; the sweeper
  *   (processors/sweep-events.ts) finds its jobs finished, or vanished and re-enqueues

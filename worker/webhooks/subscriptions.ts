@@ -2,8 +2,9 @@
  * Could an endpoint of this scope want this event type? Asked once per event, so that
  * an event nobody receives costs no outbox write and no dispatch: a merchant whose
  * endpoints take `payment_intent.created` only pays nothing of the webhook path for
- * the lifecycle's other events. Asking MongoDB would scan every endpoint on
- * FerretDB, so Redis keeps a hint per scope, a set of event types:
+ * the lifecycle's other events. Asking MongoDB costs a query per event (a scan of
+ * every endpoint on the local stack's store: docs/storage.md), so Redis keeps a hint
+ * per scope, a set of event types:
  *
  * - An endpoint's types are added *before* the endpoint is inserted, or updated to
  *   take them: any subscription visible in MongoDB is in the set.

@@ -48,7 +48,7 @@ test.after.always(async () => {
 });
 
 /** One test's world: its scope, its clock, and jobs as the api would enqueue them. */
-function world(options: { fanOut?: (event: DispatchEventData) => Promise<unknown>; collections?: Collections; keyPointers?: () => Promise<boolean> } = {}) {
+function world(options: { fanOut?: (event: DispatchEventData) => Promise<unknown>; collections?: Collections } = {}) {
   const scope: Scope = { project: uniqueName('create'), livemode: false };
   const clock = new FakeClock();
   const ids = new IdGenerator(clock.now);
@@ -57,7 +57,6 @@ function world(options: { fanOut?: (event: DispatchEventData) => Promise<unknown
   const deps = {
     collections: options.collections ?? stack.mongo.collections, redis: stack.redis, prefix: stack.config.queuePrefix, now: clock.now, eventsQueue, intentsQueue, inserts,
     fanOut: options.fanOut,
-    keyPointers: options.keyPointers,
   };
   return {
     scope,
@@ -167,17 +166,6 @@ test('a keyed create points its key at its object, and a second job of the key f
   t.true(finds.length > 0);
   t.deepEqual(finds.filter((f) => 'idem' in f), [], 'no look-up by key (a scan of every object on FerretDB)');
   t.true(finds.some((f) => f.collection === 'payment_intents' && f._id === first.data.id), 'the object read by the id the pointer gave');
-});
-
-test('without key pointers (a real MongoDB), none is written, and a second job of the key finds the object by its key', async (t) => {
-  const w = world({ keyPointers: async () => false });
-  const first = w.job({ key: 'unpointed', amount: 270 });
-  const second = w.job({ key: 'unpointed', amount: 270 });
-  await w.run(first);
-  t.is(await stack.mongo.collections.idempotencyKeys.findOne({ _id: first.data.idempotency!.scopeHash }), null);
-  t.deepEqual(await w.run(second), { ok: true, id: first.data.id, status: 200 });
-  t.deepEqual((await w.stored()).map((doc) => doc._id), [first.data.id]);
-  t.is(await stack.mongo.collections.idempotencyKeys.findOne({ _id: first.data.idempotency!.scopeHash }), null, 'nor after the look-up by key');
 });
 
 test('a pointer that names another object is not trusted: the key is looked up, and the pointer moved to its object', async (t) => {

@@ -1,0 +1,44 @@
+/**
+ * What the document store can do, as named capabilities: decided once at start-up
+ * (asked of the server, or forced with `STORE_PROFILE`) and injected, so that code
+ * asks for a capability, never for a product. Two profiles: a MongoDB server, and
+ * the MongoDB-compatible server of the local stack and the test suite. Why each
+ * capability differs between them, and what each one costs: docs/storage.md.
+ */
+import type { Db } from 'mongodb';
+
+export const STORE_PROFILE_NAMES = ['mongodb', 'ferretdb'] as const;
+export type StoreProfileName = (typeof STORE_PROFILE_NAMES)[number];
+
+export interface StoreProfile {
+  name: StoreProfileName;
+  /**
+   * The server applies an update's filter and its write as one atomic step, so a
+   * condition in the filter decides a race by itself. When true, a transition's
+   * update names the intent's status, attempt and `rev` as it read them; when
+   * false, it names `_id` alone (the condition would decide nothing, and costs a
+   * scan there), and the record lock is the only guard.
+   */
+  atomicConditionalUpdates: boolean;
+  /** Default of `WORKER_WRITES_IN_FLIGHT`: a worker's writes (batched inserts, transition updates) in flight at once. */
+  writesInFlight: number;
+  /** Default of `WORKER_TRANSITION_WRITES_IN_FLIGHT`: how many of those may be transition updates. */
+  transitionWritesInFlight: number;
+}
+
+export const STORE_PROFILES: Readonly<Record<StoreProfileName, StoreProfile>> = {
+  mongodb: { name: 'mongodb', atomicConditionalUpdates: true, writesInFlight: 32, transitionWritesInFlight: 16 },
+  // One writer (SQLite): more writes in flight only queue inside the database.
+  ferretdb: { name: 'ferretdb', atomicConditionalUpdates: false, writesInFlight: 2, transitionWritesInFlight: 1 },
+};
+
+/** The profile of the server behind `db`: one `buildInfo`, whose `ferretdbVersion` names the local stack's server. */
+export async function detectStoreProfile(db: Db): Promise<StoreProfile> {
+  const info = await db.admin().command({ buildInfo: 1 });
+  return typeof info.ferretdbVersion === 'string' ? STORE_PROFILES.ferretdb : STORE_PROFILES.mongodb;
+}
+
+/** The forced profile when there is one (`STORE_PROFILE`), the detected one otherwise. */
+export function resolveStoreProfile(forced: StoreProfileName | null, db: Db): Promise<StoreProfile> {
+  return forced ? Promise.resolve(STORE_PROFILES[forced]) : detectStoreProfile(db);
+}
