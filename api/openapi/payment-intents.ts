@@ -57,7 +57,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
   const description: Schema = { type: 'string', maxLength: DESCRIPTION_MAX_LENGTH, description: `At most ${DESCRIPTION_MAX_LENGTH} characters, no NUL.` };
 
   const create = requestBody('PaymentIntentCreate', PAYMENT_INTENT_CREATE_FIELDS, {
-    amount: { minimum: MIN_AMOUNT, maximum: MAX_AMOUNT, description: 'In the smallest currency unit.', examples: [5000] },
+    amount: { minimum: MIN_AMOUNT, maximum: MAX_AMOUNT, description: 'In the smallest currency unit of ISO 4217: 5000 is 5 000 XOF (no minor unit), 50.00 KES (two decimals). At confirm it must be within the operator\'s bounds (`GET /v1/operators`).', examples: [5000] },
     currency: { pattern: '^[A-Za-z]{3}$', description: `ISO 4217, any case. Default \`${options.defaultCurrency}\`.`, examples: ['xof'] },
     description,
     metadata: {},
