@@ -57,7 +57,7 @@ test('automatic_operator: the first allowed operator serving the phone country, 
     { create: {}, phone: phone('228', '000'), operator: 'moov_money' },
     { create: { currency: 'kes', allowed_operators: ['mpesa', 'airtel_money'] }, phone: phone('254', '000'), operator: 'mpesa' },
     { create: { allowed_operators: ['wave', 'orange_money'] }, phone: phone('221', '000'), operator: 'wave' },
-    { create: { currency: 'cdf', allowed_operators: ['orange_money', 'mpesa'] }, phone: phone('243', '000'), operator: 'orange_money' },
+    { create: { amount: 250_000, currency: 'cdf', allowed_operators: ['orange_money', 'mpesa'] }, phone: phone('243', '000'), operator: 'orange_money' },
     { create: { currency: 'usd', allowed_operators: ['airtel_money', 'mpesa'] }, phone: phone('243', '000'), operator: 'airtel_money' },
   ];
   for (const c of cases) {
