@@ -13,6 +13,7 @@ import { securityHeaders } from './middleware/security-headers.js';
 import { adminKeysRouter } from './routes/admin-keys.js';
 import { checkoutRouter } from './routes/checkout.js';
 import { eventRoutes } from './routes/events.js';
+import { operatorRoutes } from './routes/operators.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
 import { referenceRouter } from './routes/reference.js';
@@ -63,6 +64,7 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   paymentIntentRoutes(v1, deps, guards, create);
   webhookEndpointRoutes(v1, deps, guards, create);
   eventRoutes(v1, deps, guards);
+  operatorRoutes(v1, deps, guards);
   const routers: Array<Router<State>> = [
     v1,
     opsRouter(deps),

@@ -8,6 +8,7 @@ import type { Queues } from '../common/jobs.js';
 import type { Logger } from '../common/logger.js';
 import type { ApiKeyDoc } from '../common/documents.js';
 import type { Mongo } from '../common/mongo.js';
+import type { OperatorHealth } from '../common/operator-status.js';
 import type { CreateAdmission } from './admission.js';
 import type { ResultWaiter } from './result-waiter.js';
 import type { BodyEncoding } from './schemas/fields.js';
@@ -40,6 +41,8 @@ export interface AppDeps {
    * waits behind every slow query; main.ts gives it a connection of its own.
    */
   pingMongo?: () => Promise<unknown>;
+  /** Live mode: how each operator's recent calls went (`degraded`); default: no calls recorded. */
+  operatorHealth?: OperatorHealth;
   /** Called once per request with its outcome (metrics). */
   onRequest?: (info: { method: string; route: string; status: number; durationMs: number }) => void;
 }

@@ -61,7 +61,7 @@ async function apiKey() {
 
 await waitReady();
 const key = await apiKey();
-const body = JSON.stringify({ amount: 2500, currency: 'usd', description: 'load test', metadata: { source: 'loadtest' } });
+const body = JSON.stringify({ amount: 2500, currency: 'xof', description: 'load test', metadata: { source: 'loadtest' } });
 
 process.stderr.write(`loadtest: POST ${apiUrl}/v1/payment_intents, ${connections} connections, ${duration} s${idempotency ? ', unique Idempotency-Key' : ''}\n`);
 const result = await autocannon({

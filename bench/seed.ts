@@ -39,7 +39,7 @@ export interface SeedResult {
   seconds: number;
 }
 
-const CURRENCIES = ['usd', 'eur', 'xof', 'kes', 'ngn'];
+const CURRENCIES = ['xof', 'kes', 'ugx', 'xaf', 'ghs'];
 
 function seededDoc(id: string, ms: number, i: number, project: string, livemode: boolean): PaymentIntentDoc {
   const created = Math.floor(ms / 1000);

@@ -39,7 +39,7 @@ export const BASELINES: Record<ScenarioId, ScenarioId | null> = {
 /** The project the benchmark's API key is issued for, and its seeded objects belong to. */
 export const PROJECT = 'bench';
 /** The body of every create, through the service (S2 to S4) and the baseline (S1). */
-export const CREATE_BODY = JSON.stringify({ amount: 2000, currency: 'usd', description: 'Bench order', metadata: { order_id: 'bench-1' } });
+export const CREATE_BODY = JSON.stringify({ amount: 2000, currency: 'xof', description: 'Bench order', metadata: { order_id: 'bench-1' } });
 /** The page size of the S5 lists. */
 export const LIST_LIMIT = 100;
 

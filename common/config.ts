@@ -1,5 +1,6 @@
 import Joi from 'joi';
 import { STORE_PROFILE_NAMES, type StoreProfileName } from './store-profile.js';
+import { CATALOG_OPERATORS } from './operator-catalog.js';
 
 /** Every setting of the service, validated once at start-up. Nothing else reads `process.env`. */
 export interface Config {
@@ -141,7 +142,8 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
-export const DEFAULT_OPERATORS = ['mtn_momo', 'orange_money', 'moov_money', 'wave', 'airtel_money', 'mpesa'];
+/** Every operator of the catalog (common/operator-catalog.ts), in catalog order. */
+export const DEFAULT_OPERATORS: string[] = [...CATALOG_OPERATORS];
 
 /** Stripe-like schedule: immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h. */
 export const DEFAULT_RETRY_SCHEDULE_MS = [
@@ -165,7 +167,7 @@ const schema = Joi.object({
   CREATE_BATCH_WAIT_MS: Joi.number().integer().min(0).max(10_000).default(4),
   CREATE_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(10_000),
   CREATE_ADMISSION_WAIT_MS: Joi.number().integer().min(0).max(120_000).empty(''),
-  DEFAULT_CURRENCY: Joi.string().pattern(/^[A-Za-z]{3}$/).default('usd'),
+  DEFAULT_CURRENCY: Joi.string().pattern(/^[A-Za-z]{3}$/).default('xof'),
   OPERATORS: Joi.string().pattern(/^[a-z0-9_]+(,[a-z0-9_]+)*$/).default(DEFAULT_OPERATORS.join(',')),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(0).default(500),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
@@ -227,6 +229,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
   const operators = (value.OPERATORS as string).split(',');
   const problems: string[] = [];
   if (new Set(operators).size !== operators.length) problems.push('"OPERATORS" must not repeat a name');
+  const unknown = operators.filter((name) => !CATALOG_OPERATORS.includes(name));
+  if (unknown.length > 0) {
+    problems.push(`"OPERATORS" names operators the catalog does not know (${unknown.join(', ')}); it knows ${CATALOG_OPERATORS.join(', ')}`);
+  }
   if (value.WEBHOOK_RETRY_AFTER_MIN_MS > value.WEBHOOK_RETRY_AFTER_MAX_MS) {
     problems.push('"WEBHOOK_RETRY_AFTER_MIN_MS" must not exceed "WEBHOOK_RETRY_AFTER_MAX_MS"');
   }

@@ -1,8 +1,8 @@
 /**
- * The payment intent lifecycle of DESIGN.md section 7, as data: statuses, the
- * operators' flows, decline codes, the shapes of `next_action`, masking of phone
- * numbers, and the test-mode outcomes chosen by the last three digits of a phone
- * number. Pure: the worker decides transitions from these (worker/lifecycle/).
+ * The payment intent lifecycle of DESIGN.md section 7, as data: statuses, decline
+ * codes, the shapes of `next_action`, masking of phone numbers, and the test-mode
+ * outcomes chosen by the last three digits of a phone number. Pure: the worker decides transitions from these (worker/lifecycle/). Each
+ * operator's flow is the catalog's (common/operator-catalog.ts).
  */
 
 export const PAYMENT_INTENT_STATUSES = ['new', 'requires_action', 'processing', 'succeeded', 'canceled', 'expired'] as const;
@@ -13,23 +13,6 @@ export const FINAL_STATUSES: ReadonlySet<PaymentIntentStatus> = new Set(['succee
 
 export function isFinal(status: PaymentIntentStatus): boolean {
   return FINAL_STATUSES.has(status);
-}
-
-/** How the payer approves, per operator. */
-export type OperatorFlow = 'phone_approval' | 'redirect' | 'otp';
-
-export const OPERATOR_FLOWS: Readonly<Record<string, OperatorFlow>> = {
-  mtn_momo: 'phone_approval',
-  mpesa: 'phone_approval',
-  airtel_money: 'phone_approval',
-  moov_money: 'phone_approval',
-  wave: 'redirect',
-  orange_money: 'otp',
-};
-
-/** An operator of a custom `OPERATORS` catalog that is not one of the six asks for phone approval. */
-export function flowOf(operator: string): OperatorFlow {
-  return OPERATOR_FLOWS[operator] ?? 'phone_approval';
 }
 
 export const CANCELLATION_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer', 'abandoned'] as const;

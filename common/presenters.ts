@@ -4,6 +4,9 @@
  */
 import { fromPairs } from './metadata.js';
 import type { ApiKeyDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import { maskPhone } from './lifecycle.js';
+import type { NumberResolution, OperatorEntry } from './operator-catalog.js';
+import type { OperatorStatus } from './operator-status.js';
 
 /**
  * A payment intent as a secret key reads it: create, retrieve, list and events all
@@ -94,6 +97,37 @@ export function presentWebhookAttempt(doc: WebhookAttemptDoc) {
     error: doc.error,
     response_body: doc.response_body,
     livemode: doc.livemode,
+  };
+}
+
+/** An operator of the catalog as `GET /v1/operators` shows it. */
+export function presentOperator(entry: OperatorEntry, options: { status: OperatorStatus; livemode: boolean }) {
+  return {
+    object: 'operator' as const,
+    id: entry.id,
+    name: entry.name,
+    countries: entry.countries.map((terms) => ({
+      country: terms.country,
+      calling_code: terms.callingCode,
+      currencies: [...terms.currencies],
+      min_amount: terms.minAmount,
+      max_amount: terms.maxAmount,
+    })),
+    flow: entry.flow,
+    refunds: entry.refunds,
+    status: options.status,
+    livemode: options.livemode,
+  };
+}
+
+/** `GET /v1/operators/resolve`: the number masked, as everywhere it is shown. */
+export function presentResolution(phone: string, resolution: NumberResolution) {
+  return {
+    object: 'operator_resolution' as const,
+    phone_number: maskPhone(phone),
+    country: resolution.country?.code ?? null,
+    operator: resolution.operator,
+    candidates: resolution.candidates,
   };
 }
 

@@ -9,6 +9,7 @@ import type { Config } from '../../common/config.js';
 import { METADATA_KEY_MAX_LENGTH, METADATA_MAX_KEYS, METADATA_VALUE_MAX_LENGTH } from '../schemas/validate.js';
 import { errorComponents, HEADERS, PARAMETERS, SECURITY_SCHEMES } from './components.js';
 import { eventsPart } from './events.js';
+import { operatorsPart } from './operators.js';
 import { paymentIntentsPart } from './payment-intents.js';
 import { referencePart } from './reference.js';
 import type { DocumentPart, Schema } from './schema.js';
@@ -35,6 +36,7 @@ export function buildOpenApiDocument(config: Pick<Config, 'operators' | 'default
     paymentIntentsPart({ operators: config.operators, defaultCurrency: config.defaultCurrency }),
     webhookEndpointsPart(),
     eventsPart(),
+    operatorsPart({ operators: config.operators }),
     referencePart(),
   ];
   const errors = errorComponents();

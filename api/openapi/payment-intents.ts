@@ -57,7 +57,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
   const description: Schema = { type: 'string', maxLength: DESCRIPTION_MAX_LENGTH, description: `At most ${DESCRIPTION_MAX_LENGTH} characters, no NUL.` };
 
   const create = requestBody('PaymentIntentCreate', PAYMENT_INTENT_CREATE_FIELDS, {
-    amount: { minimum: MIN_AMOUNT, maximum: MAX_AMOUNT, description: 'In the smallest currency unit.', examples: [5000] },
+    amount: { minimum: MIN_AMOUNT, maximum: MAX_AMOUNT, description: 'In the smallest currency unit of ISO 4217: 5000 is 5 000 XOF (no minor unit), 50.00 KES (two decimals). At confirm it must be within the operator\'s bounds (`GET /v1/operators`).', examples: [5000] },
     currency: { pattern: '^[A-Za-z]{3}$', description: `ISO 4217, any case. Default \`${options.defaultCurrency}\`.`, examples: ['xof'] },
     description,
     metadata: {},
@@ -114,7 +114,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
     expires_at: { description: 'Only while `new`; the same bounds as at create.' },
   });
   const confirm = requestBody('PaymentIntentConfirm', PAYMENT_INTENT_CONFIRM_FIELDS, {
-    operator: { ...operator, description: 'One of `allowed_operators`. Default `selected_operator`; with `automatic_operator`, the first allowed operator serving the phone\'s country code.' },
+    operator: { ...operator, description: 'One of `allowed_operators`. Default `selected_operator`; with `automatic_operator`, the first allowed operator that may hold a wallet on the number, predicted from its prefix (its country when the prefix is unknown; `GET /v1/operators/resolve`). The operator must serve the number\'s country (else `phone_number_invalid`), take the intent\'s currency there (else `currency_not_supported`) and accept its amount (else `amount_too_small` / `amount_too_large`).' },
     phone_number: { pattern: '^\\+[1-9][0-9]{7,14}$', description: 'E.164. In test mode its last three digits choose the outcome (see the README\'s table).', examples: ['+2250700000000'] },
     otp: { description: 'Orange Money: the one-time code the payer got by USSD (`123456` in test mode).' },
     return_url: { maxLength: RETURN_URL_MAX_LENGTH, format: 'uri', description: 'Redirect flow (wave): where the payer returns after the checkout page.' },

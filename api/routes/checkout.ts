@@ -14,6 +14,7 @@ import { timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import { JOBS } from '../../common/jobs.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
+import { formatAmount } from '../../common/money.js';
 import type { AppDeps, Ctx, State } from '../context.js';
 
 const ACTIONS = ['pay', 'decline', 'cancel'] as const;
@@ -42,7 +43,7 @@ button.pay{background:#1d4ed8;color:#fff;border-color:#1d4ed8}</style></head>
 }
 
 function describe(doc: PaymentIntentDoc): string {
-  return `<h1>Wave checkout</h1><p class="amount">${escapeHtml(String(doc.amount))} ${escapeHtml(doc.currency.toUpperCase())}</p>
+  return `<h1>Wave checkout</h1><p class="amount">${escapeHtml(formatAmount(doc.amount, doc.currency))}</p>
 <p>Payer: ${escapeHtml(doc.payment?.phone_masked ?? '')}</p>${doc.description ? `<p>${escapeHtml(doc.description)}</p>` : ''}`;
 }
 

@@ -62,7 +62,7 @@ function parseOperator(value: unknown, catalog: readonly string[]): string | nul
   return operator;
 }
 
-function parsePhoneNumber(value: unknown): string {
+export function parsePhoneNumber(value: unknown): string {
   const phone = checkString(required(value, 'phone_number'), 'phone_number');
   if (!E164.test(phone)) {
     throw new ApiError('phone_number_invalid', 'Invalid phone_number: use E.164, a "+" then the country code and number, 8 to 15 digits (for example "+2250700000000").', 'phone_number');

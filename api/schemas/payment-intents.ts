@@ -56,7 +56,7 @@ export function parseCurrency(value: unknown, fallback: string): string {
   if (!CURRENCIES.has(lower)) {
     throw new ApiError(
       'currency_invalid',
-      `Invalid currency: ${describeValue(value)}. Use a three-letter ISO 4217 code, such as "usd".`,
+      `Invalid currency: ${describeValue(value)}. Use a three-letter ISO 4217 code, such as "xof".`,
       'currency',
     );
   }

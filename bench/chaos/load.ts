@@ -50,8 +50,8 @@ export interface KeyRecord {
   confirm: { key: string; attempts: Attempt[]; answer: Answer | null; terminal: string | null } | null;
 }
 
-/** Every confirm pays with a number the simulator approves. */
-export const CONFIRM_BODY = JSON.stringify({ operator: 'mtn_momo', phone_number: '+2250700000000' });
+/** Every confirm pays in xof (the create's currency) with an MTN Côte d'Ivoire number the simulator approves. */
+export const CONFIRM_BODY = JSON.stringify({ operator: 'mtn_momo', phone_number: '+2250500000000' });
 
 export interface LoadOptions {
   apiUrls: string[];
@@ -131,7 +131,7 @@ export class Load {
       if (wait > 0) await sleep(wait);
       const record: KeyRecord = {
         key: `chaos-${this.options.runId}-${i}`,
-        body: JSON.stringify({ amount: 1000 + i, currency: 'usd', metadata: { chaos_key: `chaos-${this.options.runId}-${i}` } }),
+        body: JSON.stringify({ amount: 1000 + i, currency: 'xof', metadata: { chaos_key: `chaos-${this.options.runId}-${i}` } }),
         startedMs: Date.now(),
         attempts: [],
         answer: null,

@@ -62,7 +62,7 @@ Redis over; then checks what came out and prints a report (JSON in --out).
   --api-kill A-B      SIGKILL an api every A to B seconds; 0 for none (8-12)
   --replays F         fraction of keys sent again after their 200 (1)
   --confirms F        fraction of created intents confirmed (keyed, test number
-                      +2250700000000, each confirm retried like a create) (0.2)
+                      +2250500000000, each confirm retried like a create) (0.2)
   --settle S          how long to wait for stragglers after the load (120)
   --request-timeout MS  client timeout per request (15000)
   --no-endpoint       no webhook endpoint (creates only)

@@ -6,7 +6,7 @@ const minimal = { REDIS_URL: 'redis://127.0.0.1:6379', MONGODB_URL: 'mongodb://1
 test('config defaults follow DESIGN.md', (t) => {
   const config = loadConfig(minimal);
   t.like(config, {
-    port: 3000, mongodbDb: 'payments', adminToken: null, createTimeoutMs: 10_000, defaultCurrency: 'usd',
+    port: 3000, mongodbDb: 'payments', adminToken: null, createTimeoutMs: 10_000, defaultCurrency: 'xof',
     rateLimitPerSecond: 500, idempotencyTtlMs: 48 * 3600 * 1000, idempotencyLockMs: 30_000,
   });
   t.deepEqual(config.operators, DEFAULT_OPERATORS);
@@ -23,7 +23,12 @@ test('config reports every problem at once', (t) => {
 
 test('config refuses a repeated operator and reads lists', (t) => {
   t.throws(() => loadConfig({ ...minimal, OPERATORS: 'wave,wave' }), { instanceOf: ConfigError });
-  t.deepEqual(loadConfig({ ...minimal, OPERATORS: 'a,b', WEBHOOK_RETRY_SCHEDULE_MS: '10,20' }).webhooks.retrySchedule, [10, 20]);
+  t.deepEqual(loadConfig({ ...minimal, OPERATORS: 'wave,mpesa', WEBHOOK_RETRY_SCHEDULE_MS: '10,20' }).webhooks.retrySchedule, [10, 20]);
+});
+
+test('config refuses an operator the catalog does not know', (t) => {
+  const err = t.throws(() => loadConfig({ ...minimal, OPERATORS: 'wave,paypal' }), { instanceOf: ConfigError });
+  t.regex(err?.message ?? '', /"OPERATORS" names operators the catalog does not know \(paypal\)/);
 });
 
 test('the store profile is detected unless STORE_PROFILE forces one of the known profiles', (t) => {

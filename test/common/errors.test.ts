@@ -24,6 +24,8 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
     'payment_intent_unexpected_state', 'phone_number_invalid', 'operator_not_configured',
     // Limits that protect tenants from each other (docs/operating.md; security review H2, M1).
     'webhook_redelivery_limit', 'payment_attempt_limit',
+    // Section 10.
+    'currency_not_supported',
   ]],
   [400, 'idempotency_error', ['idempotency_key_reused']],
   [401, 'invalid_request_error', ['api_key_missing', 'api_key_invalid']],

@@ -54,7 +54,7 @@ test('creates a payment intent with every field defaulted as the contract says',
     'cancellation_reason', 'metadata', 'livemode', 'created', 'expires_at',
   ]);
   t.like(pi, {
-    object: 'payment_intent', amount: 1000, currency: 'usd', description: null, status: 'new',
+    object: 'payment_intent', amount: 1000, currency: 'xof', description: null, status: 'new',
     automatic_operator: true, selected_operator: null, next_action: null, last_payment_error: null, payment_details: null,
     canceled_at: null, cancellation_reason: null, livemode: false,
   });

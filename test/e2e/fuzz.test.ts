@@ -65,6 +65,8 @@ const ROUTES: ReadonlyArray<readonly [method: string, template: string, auth: st
   ['GET', '/v1/webhook_endpoints/{id}/attempts', 'test'],
   ['GET', '/v1/events', 'test'],
   ['GET', '/v1/events/{id}', 'test'],
+  ['GET', '/v1/operators', 'live'],
+  ['GET', '/v1/operators/resolve?phone_number={id}', 'test'],
   ['POST', '/admin/v1/api_keys', 'admin'],
   ['GET', '/admin/v1/api_keys', 'admin'],
   ['DELETE', '/admin/v1/api_keys/{id}', 'admin'],

@@ -65,7 +65,7 @@ test('the intents sweeper re-enqueues an operator answer and an expiry whose del
   const created = await service.request('POST', '/v1/payment_intents', { key, body: { amount: 700, currency: 'xof' } });
   t.is(created.status, 200, created.text);
   const pi = created.body.id as string;
-  const confirmed = await service.request('POST', `/v1/payment_intents/${pi}/confirm`, { key, body: { operator: 'mtn_momo', phone_number: '+2250700000000' } });
+  const confirmed = await service.request('POST', `/v1/payment_intents/${pi}/confirm`, { key, body: { operator: 'mtn_momo', phone_number: '+2250500000000' } });
   t.is(confirmed.status, 200, confirmed.text);
   t.is(confirmed.body.status, 'requires_action');
 

@@ -46,10 +46,13 @@ export interface IntentEvent {
 
 /**
  * A phone number of the country `callingCode` (3 digits) ending in `suffix` (the
- * simulator's magic digits). `n` keeps numbers of one test apart.
+ * simulator's magic digits). `n` keeps numbers of one test apart. Its national part
+ * starts with `09`, a prefix no operator of the catalog holds in any of its
+ * countries, so `automatic_operator` chooses by the calling code alone; tests of
+ * prediction by prefix write their numbers out.
  */
 export function phone(callingCode: string, suffix: string, n = 0): string {
-  return `+${callingCode}07${String(n).padStart(5, '0')}${suffix}`;
+  return `+${callingCode}09${String(n).padStart(5, '0')}${suffix}`;
 }
 
 /** How the API masks a phone number: country code's first digits and the last three shown. */

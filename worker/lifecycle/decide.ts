@@ -9,7 +9,6 @@ import type { ErrorDetail } from '../../common/errors.js';
 import type { EventType } from '../../common/events.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import {
-  flowOf,
   isFinal,
   maskPhone,
   ORANGE_OTP_USSD,
@@ -23,7 +22,8 @@ import {
   type SimulatedOutcome,
 } from '../../common/lifecycle.js';
 import { mergedMetadataTooLarge, mergeMetadata, METADATA_MAX_KEYS } from '../../common/metadata.js';
-import { automaticOperator } from '../../common/operators.js';
+import { formatAmount } from '../../common/money.js';
+import { catalogEntry, countryOf, currenciesIn, flowOf, predictOperator, termsFor, termsIn } from '../../common/operator-catalog.js';
 import type { CancelInput, ConfirmInput, OperatorOutcomeData, PaymentIntentUpdateInput } from '../../common/jobs.js';
 
 export type Decision =
@@ -81,11 +81,50 @@ function decline(doc: PaymentIntentDoc, code: DeclineCode, answer: 'object' | 'd
   };
 }
 
-function formatAmount(doc: PaymentIntentDoc): string {
-  return `${doc.amount} ${doc.currency.toUpperCase()}`;
+/**
+ * What the operator itself would refuse (DESIGN.md section 10), checked in test mode
+ * too: a country it does not serve, a currency it does not take there, an amount
+ * outside its bounds for one payment. Null when the operator takes the payment.
+ */
+function catalogRefusal(doc: PaymentIntentDoc, operator: string, phone: string): ErrorDetail | null {
+  const entry = catalogEntry(operator);
+  const country = countryOf(phone);
+  const served = entry === null || country === null ? [] : termsIn(operator, country.code);
+  if (entry === null || country === null || served.length === 0) {
+    const where = country === null ? 'the country of this number' : `${country.name} (+${country.callingCode})`;
+    const countries = [...new Set(entry?.countries.map((t) => t.country) ?? [])].join(', ');
+    return {
+      code: 'phone_number_invalid',
+      message: `Invalid phone_number: ${operator} does not serve ${where}${countries ? `; it serves ${countries}` : ''}.`,
+      param: 'phone_number',
+    };
+  }
+  const terms = termsFor(operator, country.code, doc.currency);
+  if (terms === null) {
+    return {
+      code: 'currency_not_supported',
+      message: `${entry.name} does not take ${doc.currency} in ${country.name}; it takes ${currenciesIn(operator, country.code).join(', ')} there. Update the PaymentIntent's currency, or pay with another operator.`,
+      param: 'currency',
+    };
+  }
+  if (doc.amount < terms.minAmount) {
+    return {
+      code: 'amount_too_small',
+      message: `Invalid amount: ${formatAmount(doc.amount, doc.currency)} is below ${entry.name}'s minimum in ${country.name}, ${formatAmount(terms.minAmount, doc.currency)}.`,
+      param: 'amount',
+    };
+  }
+  if (doc.amount > terms.maxAmount) {
+    return {
+      code: 'amount_too_large',
+      message: `Invalid amount: ${formatAmount(doc.amount, doc.currency)} is above ${entry.name}'s maximum for one payment in ${country.name}, ${formatAmount(terms.maxAmount, doc.currency)}.`,
+      param: 'amount',
+    };
+  }
+  return null;
 }
 
-/** The operator of a confirm: named, selected, or chosen by country code. */
+/** The operator of a confirm: named, selected, or predicted from the number (common/operator-catalog.ts). */
 function resolveOperator(doc: PaymentIntentDoc, input: ConfirmInput): string | ErrorDetail {
   if (input.operator !== null) {
     if (!doc.allowed_operators.includes(input.operator)) {
@@ -99,11 +138,11 @@ function resolveOperator(doc: PaymentIntentDoc, input: ConfirmInput): string | E
   }
   if (doc.selected_operator !== null) return doc.selected_operator;
   if (doc.automatic_operator) {
-    const chosen = automaticOperator(input.phone_number, doc.allowed_operators);
+    const chosen = predictOperator(input.phone_number, doc.allowed_operators);
     if (chosen !== null) return chosen;
     return {
       code: 'operator_invalid',
-      message: `None of this PaymentIntent's allowed_operators serves the country of ${maskPhone(input.phone_number)}; pass operator.`,
+      message: `None of this PaymentIntent's allowed_operators serves ${maskPhone(input.phone_number)} (by its prefix, or its country when the prefix is unknown); pass operator.`,
       param: 'operator',
     };
   }
@@ -133,6 +172,8 @@ export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: D
   if (doc.status === 'requires_action') return decideOtp(doc, input, ctx);
   const operator = resolveOperator(doc, input);
   if (typeof operator !== 'string') return refuse(operator);
+  const refusal = catalogRefusal(doc, operator, input.phone_number);
+  if (refusal !== null) return refuse(refusal);
   const flow = flowOf(operator);
   if (input.otp !== null && flow !== 'otp') {
     return refuse({ code: 'parameter_invalid', message: `Invalid otp: ${operator} does not use one-time codes.`, param: 'otp' });
@@ -168,7 +209,7 @@ export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: D
         await_phone_approval: {
           operator,
           phone_number: payment.phone_masked,
-          display_message: `Approve the payment of ${formatAmount(doc)} on your phone.`,
+          display_message: `Approve the payment of ${formatAmount(doc.amount, doc.currency)} on your phone.`,
           expires_at: ctx.now + Math.ceil(ctx.simulator.approvalWindowMs / 1000),
         },
       };

@@ -21,7 +21,10 @@
  * 3. `outcome` maps the operator's own result to this service's: success, or one of
  *    the normalised decline codes (common/lifecycle.ts, DECLINE_CODES).
  *
- * Register a connector in `liveConnectors()` below, keyed by operator name.
+ * Register a connector in `liveConnectors()` below, keyed by operator name, and
+ * make `liveOperatorConfigured` (common/operator-status.ts) answer true for the same
+ * operators, so that `GET /v1/operators` reports them. What each operator takes
+ * (countries, currencies, bounds, refunds) is the catalog's (common/operator-catalog.ts).
  */
 import type { DeclineCode } from '../../common/lifecycle.js';
 

@@ -12,7 +12,7 @@ import { parseWebhookEndpointCreate } from '../../../api/schemas/webhook-endpoin
 import { ApiError } from '../../../common/errors.js';
 
 const NOW = 1_700_000_000;
-const ctx = { operators: ['mtn_momo', 'orange_money', 'wave', 'mpesa'], defaultCurrency: 'usd', now: NOW };
+const ctx = { operators: ['mtn_momo', 'orange_money', 'wave', 'mpesa'], defaultCurrency: 'xof', now: NOW };
 
 /** What Stripe's SDKs send: qs with indexed lists, brackets left readable. */
 function stripeEncode(body: Record<string, unknown>): string {

@@ -6,7 +6,7 @@ import { rejects } from '../../helpers/rejects.js';
 
 const NOW = 1_700_000_000;
 const DAY = 86_400;
-const ctx = { operators: ['mtn_momo', 'orange_money', 'wave'], defaultCurrency: 'usd', now: NOW };
+const ctx = { operators: ['mtn_momo', 'orange_money', 'wave'], defaultCurrency: 'xof', now: NOW };
 
 function parse(body: Record<string, unknown>) {
   return parsePaymentIntentCreate(body, ctx);
@@ -15,7 +15,7 @@ function parse(body: Record<string, unknown>) {
 test('fills in every default when only amount is given', (t) => {
   t.deepEqual(parse({ amount: 500 }), {
     amount: 500,
-    currency: 'usd',
+    currency: 'xof',
     description: null,
     metadata: [],
     allowed_operators: ['mtn_momo', 'orange_money', 'wave'],

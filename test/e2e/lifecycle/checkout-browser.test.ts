@@ -95,7 +95,7 @@ async function openCheckout(t: ExecutionContext, name: string, suffix: string, r
   const res = await page.goto(url);
   t.is(res?.status(), 200);
   const text = await page.locator('body').innerText();
-  t.true(text.includes('12500 XOF'), 'the page shows the amount');
+  t.true(text.includes('12 500 XOF'), 'the page shows the amount by its exponent');
   t.true(text.includes('Order #77 <b>bold</b>'), 'the description, as text');
   t.true(text.includes(masked(phone('221', suffix))), 'the masked payer');
   t.false(text.includes(phone('221', suffix)), 'never the full phone number');

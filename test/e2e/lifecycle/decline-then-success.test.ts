@@ -38,7 +38,7 @@ test('declined with insufficient_funds (003), confirmed again with a 000 number:
   const project = uniqueName('again');
   const key = await service.issueKey(project);
   const endpoint = await createEndpoint(service, key, receiver.url(`/${project}`));
-  const pi = await createIntent(service, key, { amount: 3000, allowed_operators: ['mpesa', 'airtel_money'] });
+  const pi = await createIntent(service, key, { amount: 3000, currency: 'kes', allowed_operators: ['mpesa', 'airtel_money'] });
   const poor = phone('254', '003');
   const rich = phone('254', '000', 1);
 

@@ -210,18 +210,21 @@ function assertEventObjects(t: ExecutionContext, label: string, events: IntentEv
   for (let i = 1; i < events.length; i++) t.true(events[i]!.created >= events[i - 1]!.created, `${label}: created times in order`);
 }
 
+/** Each operator in a country it serves, paid in a currency it takes there. */
 const PHONE_OPERATORS = [
-  { operator: 'mtn_momo', country: '225' },
-  { operator: 'mpesa', country: '254' },
-  { operator: 'airtel_money', country: '256' },
-  { operator: 'moov_money', country: '228' },
+  { operator: 'mtn_momo', country: '225', currency: 'xof' },
+  { operator: 'mpesa', country: '254', currency: 'kes' },
+  { operator: 'airtel_money', country: '256', currency: 'ugx' },
+  { operator: 'moov_money', country: '228', currency: 'xof' },
 ];
 
 test('phone approval (mtn_momo, mpesa, airtel_money, moov_money): every suffix ends where the simulator table says', async (t) => {
   const { key, path, secret } = await scope('phone');
-  const cases = PHONE_OPERATORS.flatMap(({ operator, country }, o) => SUFFIXES.map((suffix, i) => ({ operator, suffix, phoneNumber: phone(country, suffix, o * 100 + i) })));
-  const scenarios = await mapLimit(cases, CONCURRENCY, async ({ operator, suffix, phoneNumber }, i): Promise<Scenario> => {
-    const intent = await createIntent(service, key, { amount: 1500 + i, description: `${operator} ${suffix}` });
+  const cases = PHONE_OPERATORS.flatMap(({ operator, country, currency }, o) =>
+    SUFFIXES.map((suffix, i) => ({ operator, currency, suffix, phoneNumber: phone(country, suffix, o * 100 + i) })),
+  );
+  const scenarios = await mapLimit(cases, CONCURRENCY, async ({ operator, currency, suffix, phoneNumber }, i): Promise<Scenario> => {
+    const intent = await createIntent(service, key, { amount: 1500 + i, currency, description: `${operator} ${suffix}` });
     const answer = await confirm(service, key, intent.id, { operator, phone_number: phoneNumber });
     return { operator, suffix, phoneNumber, intent, answer };
   });

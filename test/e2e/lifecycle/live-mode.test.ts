@@ -23,25 +23,30 @@ test('a live confirm without a connector: 400 operator_not_configured for every 
   const project = uniqueName('live');
   const [liveKey, testKey] = await Promise.all([service.issueKey(project, true), service.issueKey(project, false)]);
   const pi = await createIntent(service, liveKey, { amount: 10_000 });
+  const inKes = await createIntent(service, liveKey, { amount: 10_000, currency: 'kes' });
   t.true(pi.livemode);
   const before = await retrieve(service, liveKey, pi.id);
+  const beforeKes = await retrieve(service, liveKey, inKes.id);
 
-  const attempts: Array<Record<string, unknown>> = [
-    { operator: 'mtn_momo', phone_number: phone('225', '000') },
-    { operator: 'mpesa', phone_number: phone('254', '005') },
-    { operator: 'wave', phone_number: phone('221', '000'), return_url: 'https://shop.example/back' },
-    { operator: 'orange_money', phone_number: phone('225', '000') },
-    { operator: 'orange_money', phone_number: phone('225', '000'), otp: '123456' },
-    { phone_number: phone('256', '000') },
+  // Each in a currency the operator takes in that country: only the missing connector refuses.
+  const attempts: Array<{ intent: string; body: Record<string, unknown>; operator: string }> = [
+    { intent: pi.id, body: { operator: 'mtn_momo', phone_number: phone('225', '000') }, operator: 'mtn_momo' },
+    { intent: inKes.id, body: { operator: 'mpesa', phone_number: phone('254', '005') }, operator: 'mpesa' },
+    { intent: pi.id, body: { operator: 'wave', phone_number: phone('221', '000'), return_url: 'https://shop.example/back' }, operator: 'wave' },
+    { intent: pi.id, body: { operator: 'orange_money', phone_number: phone('225', '000') }, operator: 'orange_money' },
+    { intent: pi.id, body: { operator: 'orange_money', phone_number: phone('225', '000'), otp: '123456' }, operator: 'orange_money' },
+    { intent: inKes.id, body: { phone_number: phone('254', '000') }, operator: 'airtel_money' },
+    { intent: pi.id, body: { phone_number: phone('228', '000') }, operator: 'moov_money' },
   ];
-  for (const body of attempts) {
-    const res = await confirm(service, liveKey, pi.id, body, { 'Idempotency-Key': `live-${JSON.stringify(body)}` });
+  for (const { intent, body, operator } of attempts) {
+    const res = await confirm(service, liveKey, intent, body, { 'Idempotency-Key': `live-${JSON.stringify(body)}` });
     t.is(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
     t.like(res.body.error, { type: 'invalid_request_error', code: 'operator_not_configured', param: 'operator' });
-    t.regex(res.body.error.message, new RegExp((body.operator as string | undefined) ?? 'mtn_momo'));
+    t.regex(res.body.error.message, new RegExp(operator));
     t.is(res.body.error.payment_intent, undefined);
   }
   t.deepEqual(await retrieve(service, liveKey, pi.id), before, 'still new, no attempt, no error');
+  t.deepEqual(await retrieve(service, liveKey, inKes.id), beforeKes, 'still new, no attempt, no error');
   const liveEvents = await listAllEvents(service, liveKey);
   t.deepEqual(eventsOf(liveEvents, pi.id).map((e) => e.type), ['payment_intent.created'], 'no new event');
   t.true(liveEvents.every((e) => e.livemode));

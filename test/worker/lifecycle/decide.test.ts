@@ -6,7 +6,7 @@
 import test from 'ava';
 import type { PaymentIntentDoc } from '../../../common/documents.js';
 import { MAGIC_SUFFIXES, maskPhone, simulatedOutcome } from '../../../common/lifecycle.js';
-import { automaticOperator } from '../../../common/operators.js';
+import { predictOperator } from '../../../common/operator-catalog.js';
 import { mergeMetadata } from '../../../common/metadata.js';
 import {
   decideCancel,
@@ -74,7 +74,7 @@ test('phone approval: confirm asks the payer, masks the number, and schedules th
   t.is(d.event, 'payment_intent.requires_action');
   t.deepEqual(d.set.next_action, {
     type: 'await_phone_approval',
-    await_phone_approval: { operator: 'mtn_momo', phone_number: '+225*******000', display_message: 'Approve the payment of 5000 XOF on your phone.', expires_at: NOW + 120 },
+    await_phone_approval: { operator: 'mtn_momo', phone_number: '+225*******000', display_message: 'Approve the payment of 5 000 XOF on your phone.', expires_at: NOW + 120 },
   });
   t.deepEqual(d.followUps, [{ kind: 'outcome', step: 'payer', delayMs: 3000 }]);
   t.false(JSON.stringify(d.set.next_action).includes('0700000000'), 'the full number is never shown');
@@ -164,19 +164,50 @@ test('wrong states are refused with payment_intent_unexpected_state, naming the 
   t.is(decideUpdate(intent({ status: 'requires_action' }), { description: 'x' }).kind, 'apply');
 });
 
-test('operators: named, selected, or chosen by country code among the allowed ones', (t) => {
+test('operators: named, selected, or predicted from the number among the allowed ones', (t) => {
   refusedWith(t, decideConfirm(intent({ allowed_operators: ['wave'] }), confirm('+2250700000000', { operator: 'mtn_momo' }), ctx), 'operator_invalid');
   const selected = applied(t, decideConfirm(intent({ selected_operator: 'moov_money', automatic_operator: false }), confirm('+2250700000000', { operator: null }), ctx));
   t.is(selected.set.payment?.operator, 'moov_money');
-  // The intent's own order decides: airtel_money comes before mpesa in the catalog.
-  const kenya = applied(t, decideConfirm(intent(), confirm('+254700000000', { operator: null }), ctx));
+  // A prefix no operator holds: the calling code decides, and the intent's own order
+  // (airtel_money comes before mpesa in the catalog).
+  const kenya = applied(t, decideConfirm(intent({ currency: 'kes' }), confirm('+254900000000', { operator: null }), ctx));
   t.is(kenya.set.payment?.operator, 'airtel_money');
-  const mpesaFirst = applied(t, decideConfirm(intent({ allowed_operators: ['mpesa', 'airtel_money'] }), confirm('+254700000000', { operator: null }), ctx));
+  const mpesaFirst = applied(t, decideConfirm(intent({ currency: 'kes', allowed_operators: ['mpesa', 'airtel_money'] }), confirm('+254900000000', { operator: null }), ctx));
   t.is(mpesaFirst.set.payment?.operator, 'mpesa');
-  t.is(automaticOperator('+2210700000000', ['mtn_momo', 'wave', 'orange_money']), 'wave');
-  t.is(automaticOperator('+4915100000000', ['mtn_momo']), null);
+  // Safaricom's prefix 0722: M-Pesa, though airtel_money comes first.
+  const safaricom = applied(t, decideConfirm(intent({ currency: 'kes' }), confirm('+254722000000', { operator: null }), ctx));
+  t.is(safaricom.set.payment?.operator, 'mpesa');
+  t.is(predictOperator('+2210700000000', ['mtn_momo', 'wave', 'orange_money']), 'wave');
+  t.is(predictOperator('+221770000000', ['mtn_momo', 'orange_money', 'wave']), 'orange_money', "Orange Senegal's 77");
+  t.is(predictOperator('+2250500000000', ['orange_money', 'mtn_momo']), 'mtn_momo', "MTN Côte d'Ivoire's 05");
+  t.is(predictOperator('+2250500000000', ['orange_money', 'wave']), 'wave', 'a wallet open to any number of the country');
+  t.is(predictOperator('+2250500000000', ['orange_money']), null, 'a known prefix of another network: no fallback to the calling code');
+  t.is(predictOperator('+4915100000000', ['mtn_momo']), null);
   refusedWith(t, decideConfirm(intent(), confirm('+4915100000000', { operator: null }), ctx), 'operator_invalid');
   refusedWith(t, decideConfirm(intent({ automatic_operator: false }), confirm('+2250700000000', { operator: null }), ctx), 'parameter_missing');
+});
+
+test('the catalog: a country the operator does not serve, a currency it does not take there, an amount out of its bounds', (t) => {
+  const refusal = (decision: Decision) => (decision.kind === 'refuse' ? decision.detail : null);
+  t.like(refusal(decideConfirm(intent(), confirm('+254722000000', { operator: 'mtn_momo' }), ctx)), { code: 'phone_number_invalid', param: 'phone_number' });
+  t.like(refusal(decideConfirm(intent({ currency: 'xof' }), confirm('+254722000000', { operator: 'mpesa' }), ctx)), { code: 'currency_not_supported', param: 'currency' });
+  t.like(refusal(decideConfirm(intent({ currency: 'kes', amount: 99 }), confirm('+254722000000', { operator: 'mpesa' }), ctx)), {
+    code: 'amount_too_small',
+    param: 'amount',
+    message: "Invalid amount: 0.99 KES is below M-Pesa's minimum in Kenya, 1.00 KES.",
+  });
+  t.like(refusal(decideConfirm(intent({ currency: 'kes', amount: 25_000_001 }), confirm('+254722000000', { operator: 'mpesa' }), ctx)), { code: 'amount_too_large', param: 'amount' });
+  t.like(refusal(decideConfirm(intent({ amount: 99 }), confirm('+2250500000000'), ctx)), { code: 'amount_too_small', param: 'amount' });
+  t.is(decideConfirm(intent({ currency: 'kes', amount: 100 }), confirm('+254722000000', { operator: 'mpesa' }), ctx).kind, 'apply', 'the bounds are inclusive');
+  // Test mode and live mode alike: what the operator would refuse comes before the connector.
+  t.like(refusal(decideConfirm(intent({ livemode: true, currency: 'usd' }), confirm('+2250500000000'), ctx)), { code: 'currency_not_supported' });
+});
+
+test('display_message shows the amount by the currency\'s exponent', (t) => {
+  const xof = applied(t, decideConfirm(intent({ amount: 1_250_000, currency: 'xof' }), confirm('+2250500000000'), ctx));
+  t.is(xof.set.next_action?.type === 'await_phone_approval' ? xof.set.next_action.await_phone_approval.display_message : null, 'Approve the payment of 1 250 000 XOF on your phone.');
+  const kes = applied(t, decideConfirm(intent({ amount: 5000, currency: 'kes' }), confirm('+254722000000', { operator: 'mpesa' }), ctx));
+  t.is(kes.set.next_action?.type === 'await_phone_approval' ? kes.set.next_action.await_phone_approval.display_message : null, 'Approve the payment of 50.00 KES on your phone.');
 });
 
 test('live mode without a connector is refused and changes nothing', (t) => {
