@@ -12,6 +12,7 @@ import { rateLimit } from './middleware/rate-limit.js';
 import { adminKeysRouter } from './routes/admin-keys.js';
 import { checkoutRouter } from './routes/checkout.js';
 import { eventRoutes } from './routes/events.js';
+import { faviconRouter } from './routes/favicon.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
 import { referenceRouter } from './routes/reference.js';
@@ -68,6 +69,7 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
     referenceRouter(deps),
     adminKeysRouter(deps),
     checkoutRouter(deps),
+    faviconRouter(),
     ...((deps.extraRouters ?? []) as Array<Router<State>>),
   ];
   app.use(handleErrors(deps));
