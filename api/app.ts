@@ -14,6 +14,7 @@ import { adminKeysRouter } from './routes/admin-keys.js';
 import { checkoutRouter } from './routes/checkout.js';
 import { eventRoutes } from './routes/events.js';
 import { operatorRoutes } from './routes/operators.js';
+import { faviconRouter } from './routes/favicon.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
 import { referenceRouter } from './routes/reference.js';
@@ -71,6 +72,7 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
     referenceRouter(deps),
     adminKeysRouter(deps),
     checkoutRouter(deps),
+    faviconRouter(),
     ...((deps.extraRouters ?? []) as Array<Router<State>>),
   ];
   // Outermost: its headers go on every answer, error answers included.

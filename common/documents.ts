@@ -77,7 +77,7 @@ export interface PaymentAttempt {
   phone_number: string | null;
   phone_masked: string;
   return_url: string | null;
-  /** Redirect flow: the unguessable part of the test checkout page's URL. */
+  /** Redirect flow: the test checkout page's token (kept after the attempt ended, to show its outcome). */
   checkout_token: string | null;
 }
 

@@ -22,7 +22,7 @@ export const ERROR_CODES = {
   parameter_out_of_range: { status: 400, type: 'invalid_request_error', description: 'A value is outside its allowed range (`expires_at`: between 60 seconds and 30 days from now).' },
   parameter_unknown: { status: 400, type: 'invalid_request_error', description: 'The request has a body field or query parameter this endpoint does not accept.' },
   parameter_conflict: { status: 400, type: 'invalid_request_error', description: 'Two parameters cannot be used together (for example `starting_after` with `ending_before`, or `automatic_operator: true` with a `selected_operator`).' },
-  invalid_json: { status: 400, type: 'invalid_request_error', description: 'The request body is not valid JSON, or is JSON but not an object.' },
+  invalid_json: { status: 400, type: 'invalid_request_error', description: 'The request body is not valid JSON, or is JSON but not an object, or is JSON sent with a form content type (send it with `Content-Type: application/json`).' },
   url_invalid: { status: 400, type: 'invalid_request_error', description: 'The webhook URL is not an absolute http(s) URL of at most 2048 characters, has credentials, or (live mode) is not https or points at a local or private address.' },
   currency_invalid: { status: 400, type: 'invalid_request_error', description: 'The currency is not an ISO 4217 code.' },
   operator_invalid: { status: 400, type: 'invalid_request_error', description: 'An operator is not in the catalog, or `selected_operator` is not one of `allowed_operators`.' },
@@ -38,7 +38,7 @@ export const ERROR_CODES = {
   payment_declined: { status: 402, type: 'operator_error', description: 'The operator declined the payment; `operator_decline_code` says why, `payment_intent` is the intent as it is now (back to `new`, with `last_payment_error`), and it can be confirmed again.' },
   idempotency_key_invalid: { status: 400, type: 'invalid_request_error', description: 'The `Idempotency-Key` header must be 1 to 255 printable ASCII characters.' },
   idempotency_key_reused: { status: 400, type: 'idempotency_error', description: 'The idempotency key was already used for a different request (another method, path or body). Use a new key for a new request.' },
-  api_key_missing: { status: 401, type: 'invalid_request_error', description: 'No API key was given. Send `Authorization: Bearer sk_test_…`.' },
+  api_key_missing: { status: 401, type: 'invalid_request_error', description: 'No API key was given. Send `Authorization: Bearer sk_test_…`, or the key as the HTTP Basic user name (`curl -u sk_test_…:`).' },
   api_key_invalid: { status: 401, type: 'invalid_request_error', description: 'The API key is unknown or has been revoked.' },
   resource_missing: { status: 404, type: 'invalid_request_error', description: 'No object with this id exists in the scope (project and mode) of the API key. As a list cursor, the answer is 400.' },
   route_not_found: { status: 404, type: 'invalid_request_error', description: 'No route matches this path.' },
@@ -119,6 +119,11 @@ export const errors = {
   parameterInvalid: (param: string, why: string) => new ApiError('parameter_invalid', `Invalid ${param}: ${why}.`, param),
   parameterConflict: (param: string, why: string) => new ApiError('parameter_conflict', why, param),
   invalidJson: (why: string) => new ApiError('invalid_json', `Invalid request body: ${why}.`),
+  jsonSentAsForm: () =>
+    new ApiError(
+      'invalid_json',
+      'Invalid request body: it is JSON, but was sent as `Content-Type: application/x-www-form-urlencoded` (what `curl -d` sends by default). Send JSON with `Content-Type: application/json` (curl: `-H \'Content-Type: application/json\'`), or send the parameters form-encoded (`-d amount=5000`).',
+    ),
   resourceMissing: (kind: string, id: string, param?: string) =>
     new ApiError('resource_missing', `No such ${kind}: '${id}'.`, param),
   /** A list cursor naming no object of the caller's scope: bad input, so 400. */
@@ -130,8 +135,12 @@ export const errors = {
     new ApiError('method_not_allowed', `The method ${method} is not allowed on this path; allowed: ${allowed.join(', ')}.`, undefined, {
       Allow: allowed.join(', '),
     }),
-  apiKeyMissing: () =>
-    new ApiError('api_key_missing', 'You did not provide an API key. Provide it in the Authorization header, as `Bearer sk_...`.'),
+  /** `basic`: the scheme also takes the key as the HTTP Basic user name (`/v1`; the admin API is Bearer only). */
+  apiKeyMissing: (basic = false) =>
+    new ApiError(
+      'api_key_missing',
+      `You did not provide an API key. Provide it in the Authorization header, as \`Bearer sk_...\`${basic ? ', or as the user name of HTTP Basic auth (`curl -u sk_...:`)' : ''}.`,
+    ),
   apiKeyInvalid: () => new ApiError('api_key_invalid', 'Invalid API key provided.'),
   bodyTooLarge: (limit: number) => new ApiError('body_too_large', `The request body is larger than ${limit} bytes.`),
   contentTypeInvalid: (accepted: readonly string[] = ['application/json', 'application/x-www-form-urlencoded']) =>

@@ -247,7 +247,7 @@ if (!shuttingDown) {
     `  Redis            ${redisUrl}${stack?.redisUrl ? ' (local, .data/redis)' : ''}`,
     `  MongoDB          ${mongoUrl}${stack?.mongoUrl ? ' (local FerretDB, .data/ferretdb)' : ''}`,
     '',
-    `  Try: curl ${baseUrl}/v1/payment_intents -H "Authorization: Bearer ${testKey ?? 'sk_test_...'}"`,
+    `  Try: curl ${baseUrl}/v1/payment_intents -u ${testKey ?? 'sk_test_...'}:`,
     '  Ctrl-C stops everything.',
     '',
   ];

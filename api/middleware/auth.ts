@@ -2,13 +2,32 @@ import type { Middleware } from 'koa';
 import { errors } from '../../common/errors.js';
 import type { AppDeps, State } from '../context.js';
 
-/** `Authorization: Bearer sk_…`; the key's project and mode scope everything after. */
+/**
+ * The secret key of a request: `Authorization: Bearer sk_…`, or HTTP Basic with the
+ * key as the user name and an empty password (`curl -u sk_test_…:`, as Stripe's own
+ * docs call the API). With Basic, a key given as the password behind an empty user
+ * name counts too. Null when no key was given at all; a header of either scheme that
+ * carries something is that something, so a wrong key is `api_key_invalid`.
+ */
+export function keyOf(header: string): string | null {
+  const bearer = /^Bearer +(\S+) *$/i.exec(header);
+  if (bearer) return bearer[1] as string;
+  const basic = /^Basic +(\S*) *$/i.exec(header);
+  if (!basic) return null;
+  const decoded = Buffer.from(basic[1] as string, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  const user = colon < 0 ? decoded : decoded.slice(0, colon);
+  const password = colon < 0 ? '' : decoded.slice(colon + 1);
+  const key = user !== '' ? user : password;
+  return key === '' ? null : key;
+}
+
+/** The key's project and mode scope everything after. The admin token is no key, by either scheme. */
 export function authenticate(deps: AppDeps): Middleware<State> {
   return async (ctx, next) => {
-    const header = ctx.get('Authorization');
-    const match = /^Bearer +(\S+) *$/i.exec(header);
-    if (!match) throw errors.apiKeyMissing();
-    const key = await deps.keys.lookup(match[1] as string);
+    const given = keyOf(ctx.get('Authorization'));
+    if (given === null) throw errors.apiKeyMissing(true);
+    const key = await deps.keys.lookup(given);
     if (!key) throw errors.apiKeyInvalid();
     ctx.state.key = key;
     await next();

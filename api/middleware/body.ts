@@ -3,7 +3,7 @@ import getRawBody from 'raw-body';
 import { errors } from '../../common/errors.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../common/json-depth.js';
 import type { State } from '../context.js';
-import { parseFormBody } from '../schemas/form-body.js';
+import { looksLikeJson, parseFormBody } from '../schemas/form-body.js';
 import type { BodyEncoding } from '../schemas/fields.js';
 
 export const BODY_LIMIT = 64 * 1024;
@@ -61,7 +61,9 @@ function parseJson(text: string): Record<string, unknown> {
  * a JSON object (`application/json`) or, unless `form: false`, a form in Stripe's
  * bracket notation (`application/x-www-form-urlencoded`). An empty body is `{}`.
  * Any other declared type is refused even when the body is empty; a body without a
- * declared type too.
+ * declared type too. A form body that is plainly JSON (curl's `-d '{…}'` without a
+ * content type) is refused with a message that says to send `Content-Type:
+ * application/json`, rather than read as one parameter named `{…}`.
  */
 export function parseBody(options: { form?: boolean } = {}): Middleware<State> {
   const formAllowed = options.form ?? true;
@@ -85,6 +87,7 @@ export function parseBody(options: { form?: boolean } = {}): Middleware<State> {
       ctx.state.body = {};
     } else {
       if (declared === null) throw errors.contentTypeInvalid(accepted);
+      if (declared === 'form' && looksLikeJson(text)) throw errors.jsonSentAsForm();
       ctx.state.body = declared === 'form' ? parseFormBody(text) : parseJson(text);
     }
     await next();

@@ -15,6 +15,11 @@ export const SECURITY_SCHEMES: Record<string, Schema> = {
     scheme: 'bearer',
     description: 'A secret API key, `sk_test_…` or `sk_live_…`: its project and mode scope every read and write.',
   },
+  basicKey: {
+    type: 'http',
+    scheme: 'basic',
+    description: 'The same secret key as the HTTP Basic user name, with an empty password, as Stripe\'s docs call the API: `curl -u sk_test_…:`.',
+  },
 };
 
 export const HEADERS: Record<string, Schema> = {

@@ -19,7 +19,7 @@ export const OPENAPI_PATH = '/openapi.json';
 
 const DESCRIPTION = `Payment intents and webhook endpoints behind a Stripe-style API.
 
-Every \`/v1\` request needs \`Authorization: Bearer sk_test_…\` (or \`sk_live_…\`). Bodies are JSON objects or form-encoded in Stripe's bracket notation, so the official Stripe SDKs work as clients (point them at this service with \`host\`, \`port\` and \`protocol\`). Success is always 200.
+Every \`/v1\` request needs \`Authorization: Bearer sk_test_…\` (or \`sk_live_…\`), or the key as the HTTP Basic user name: \`curl -u sk_test_…:\`. Bodies are JSON objects or form-encoded in Stripe's bracket notation, so the official Stripe SDKs work as clients (point them at this service with \`host\`, \`port\` and \`protocol\`). Success is always 200.
 
 Retry a POST that got a network error, a 409 \`idempotency_in_flight\` or a 503 with the same \`Idempotency-Key\`; \`Stripe-Should-Retry\` says so on every error. Every error code is explained on [the error codes page](/docs/errors).`;
 
@@ -31,9 +31,13 @@ const METADATA: Schema = {
   additionalProperties: { type: 'string', maxLength: METADATA_VALUE_MAX_LENGTH },
 };
 
-export function buildOpenApiDocument(config: Pick<Config, 'operators' | 'defaultCurrency'>): Schema {
+/**
+ * `baseUrl`: the service's own (`PUBLIC_BASE_URL`, else the origin the document was
+ * asked on), for `servers` and the code samples.
+ */
+export function buildOpenApiDocument(config: Pick<Config, 'operators' | 'defaultCurrency'>, baseUrl: string): Schema {
   const parts: DocumentPart[] = [
-    paymentIntentsPart({ operators: config.operators, defaultCurrency: config.defaultCurrency }),
+    paymentIntentsPart({ operators: config.operators, defaultCurrency: config.defaultCurrency, baseUrl }),
     webhookEndpointsPart(),
     eventsPart(),
     operatorsPart({ operators: config.operators }),
@@ -48,8 +52,8 @@ export function buildOpenApiDocument(config: Pick<Config, 'operators' | 'default
       description: DESCRIPTION,
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
-    servers: [{ url: '/', description: 'This service' }],
-    security: [{ secretKey: [] }],
+    servers: [{ url: baseUrl.replace(/\/+$/, ''), description: 'This service' }],
+    security: [{ secretKey: [] }, { basicKey: [] }],
     tags: parts.map((part) => part.tag),
     paths: Object.assign({}, ...parts.map((part) => part.paths)),
     components: {

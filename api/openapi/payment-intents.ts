@@ -23,35 +23,51 @@ type PaymentIntentField = keyof ReturnType<typeof presentPaymentIntent>;
 
 export const PAYMENT_INTENT_ID = '^pi_[0-9A-Za-z]+$';
 
-/** Shown by Redoc beside the create operation. */
-const CREATE_SAMPLES = [
-  {
-    lang: 'Shell',
-    label: 'curl (form)',
-    source: `curl -X POST http://localhost:3000/v1/payment_intents -H "Authorization: Bearer $KEY" \\
+/**
+ * Shown by Redoc beside the create operation, with the service's own base URL
+ * (`PUBLIC_BASE_URL`, else the origin the reference was asked on): pasted as they
+ * are, they call this service.
+ */
+export function createSamples(baseUrl: string): Array<{ lang: string; label: string; source: string }> {
+  const base = baseUrl.replace(/\/+$/, '');
+  let client = `{ host: 'localhost', port: 3000, protocol: 'http' }`;
+  try {
+    const url = new URL(base);
+    const protocol = url.protocol === 'https:' ? 'https' : 'http';
+    const port = url.port === '' ? (protocol === 'https' ? 443 : 80) : Number(url.port);
+    client = `{ host: '${url.hostname}', port: ${port}, protocol: '${protocol}' }`;
+  } catch {
+    // A Host header that is no host: the SDK sample keeps a placeholder.
+  }
+  return [
+    {
+      lang: 'Shell',
+      label: 'curl (form)',
+      source: `curl ${base}/v1/payment_intents -u "$KEY:" \\
   -H 'Idempotency-Key: order-1042' -d amount=5000 -d currency=xof \\
   -d 'allowed_operators[]=wave' -d 'allowed_operators[]=orange_money' -d 'metadata[order]=1042'`,
-  },
-  {
-    lang: 'Shell',
-    label: 'curl (JSON)',
-    source: `curl -X POST http://localhost:3000/v1/payment_intents -H "Authorization: Bearer $KEY" \\
+    },
+    {
+      lang: 'Shell',
+      label: 'curl (JSON)',
+      source: `curl ${base}/v1/payment_intents -H "Authorization: Bearer $KEY" \\
   -H 'Content-Type: application/json' -H 'Idempotency-Key: order-1042' \\
   -d '{"amount": 5000, "currency": "xof", "allowed_operators": ["wave", "orange_money"], "metadata": {"order": "1042"}}'`,
-  },
-  {
-    lang: 'JavaScript',
-    label: 'Stripe SDK',
-    source: `import Stripe from 'stripe';
-const payments = new Stripe(process.env.KEY, { host: '127.0.0.1', port: 3000, protocol: 'http' });
+    },
+    {
+      lang: 'JavaScript',
+      label: 'Stripe SDK',
+      source: `import Stripe from 'stripe';
+const payments = new Stripe(process.env.KEY, ${client});
 const intent = await payments.paymentIntents.create(
   { amount: 5000, currency: 'xof', allowed_operators: ['wave'], metadata: { order: '1042' } },
   { idempotencyKey: 'order-1042' },
 );`,
-  },
-];
+    },
+  ];
+}
 
-export function paymentIntentsPart(options: { operators: string[]; defaultCurrency: string }): DocumentPart {
+export function paymentIntentsPart(options: { operators: string[]; defaultCurrency: string; baseUrl: string }): DocumentPart {
   const operator: Schema = { type: 'string', enum: options.operators };
   const operators: Schema = { type: 'array', items: operator, minItems: 1, uniqueItems: true };
   const description: Schema = { type: 'string', maxLength: DESCRIPTION_MAX_LENGTH, description: `At most ${DESCRIPTION_MAX_LENGTH} characters, no NUL.` };
@@ -185,7 +201,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
           operationId: 'createPaymentIntent',
           summary: 'Create a payment intent',
           tags,
-          'x-codeSamples': CREATE_SAMPLES,
+          'x-codeSamples': createSamples(options.baseUrl),
           parameters: [IDEMPOTENCY_PARAMETER],
           requestBody: create.body,
           responses: { ...okResponse('The created payment intent.', ref('PaymentIntent'), { replayable: true }), ...errorResponses([400, 409, 413, 415]) },

@@ -8,13 +8,22 @@
  *
  * The token is `<payment intent id>.<32 random base62 characters>`: the id finds the
  * intent by `_id`, the random part (about 190 bits) makes the URL unguessable. Live
- * intents have no such page.
+ * intents have no such page. The token stays on the intent once its attempt ended, so
+ * a reload shows how the payment ended (succeeded, declined, canceled, expired); it
+ * acts only while its own attempt waits for the payer (`requires_action`): a new
+ * attempt has a token of its own, or none. The page never shows the client secret or
+ * the full phone number.
+ *
+ * A button that ends on the payer's side sends the browser to `return_url` with
+ * `payment_intent` and `payment_intent_client_secret` added to its query, as Stripe's
+ * redirects do.
  */
 import { timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import { JOBS } from '../../common/jobs.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import { formatAmount } from '../../common/money.js';
+import { returnUrlFor } from '../../common/return-url.js';
 import type { AppDeps, Ctx, State } from '../context.js';
 
 const ACTIONS = ['pay', 'decline', 'cancel'] as const;
@@ -47,6 +56,28 @@ function describe(doc: PaymentIntentDoc): string {
 <p>Payer: ${escapeHtml(doc.payment?.phone_masked ?? '')}</p>${doc.description ? `<p>${escapeHtml(doc.description)}</p>` : ''}`;
 }
 
+/** How the attempt stands, in the payer's words: the heading and the status word (also the element's `data-status`). */
+function outcome(doc: PaymentIntentDoc): { heading: string; status: string; detail: string } {
+  switch (doc.status) {
+    case 'succeeded':
+      return { heading: 'Payment succeeded', status: 'succeeded', detail: 'The payment is complete. You can close this page.' };
+    case 'canceled':
+      return { heading: 'Payment canceled', status: 'canceled', detail: 'This payment was canceled. Nothing was charged.' };
+    case 'expired':
+      return { heading: 'Checkout expired', status: 'expired', detail: 'This payment expired before it was completed. Nothing was charged.' };
+    case 'processing':
+      return { heading: 'Payment processing', status: 'processing', detail: 'The operator is processing the payment. This page refreshes itself.' };
+    default: {
+      const declined = doc.last_payment_error;
+      if (declined) {
+        const why = declined.operator_decline_code ? ` (${declined.operator_decline_code.replaceAll('_', ' ')})` : '';
+        return { heading: 'Payment declined', status: 'declined', detail: `The payment was declined${why}. Nothing was charged.` };
+      }
+      return { heading: `Status: ${doc.status}`, status: doc.status, detail: '' };
+    }
+  }
+}
+
 export function checkoutRouter(deps: AppDeps): Router<State> {
   const router = new Router<State>();
   const c = deps.mongo.collections.paymentIntents;
@@ -69,14 +100,16 @@ export function checkoutRouter(deps: AppDeps): Router<State> {
   router.get('/test/checkout/:token', async (ctx) => {
     const token = ctx.params.token as string;
     const doc = await find(token);
-    if (!doc) {
-      // After the attempt ended its token is cleared: show where the intent went, if the id is real.
-      return notFound(ctx);
-    }
+    if (!doc) return notFound(ctx);
     ctx.type = 'html';
     ctx.set('Cache-Control', 'no-store');
     if (doc.status !== 'requires_action') {
-      ctx.body = page('Checkout', `${describe(doc)}<p id="status">Status: <strong>${escapeHtml(doc.status)}</strong></p>`, doc.status === 'processing');
+      const now = outcome(doc);
+      ctx.body = page(
+        now.heading,
+        `${describe(doc)}<h2 id="status" data-status="${escapeHtml(now.status)}">${escapeHtml(now.heading)}</h2>${now.detail ? `<p>${escapeHtml(now.detail)}</p>` : ''}`,
+        doc.status === 'processing',
+      );
       return;
     }
     const button = (action: Action, label: string, cls = '') =>
@@ -103,7 +136,8 @@ export function checkoutRouter(deps: AppDeps): Router<State> {
       );
     }
     ctx.status = 303;
-    ctx.redirect(doc.payment?.return_url ?? `/test/checkout/${encodeURIComponent(token)}`);
+    const returnUrl = doc.payment?.return_url;
+    ctx.redirect(returnUrl ? returnUrlFor(returnUrl, { id: doc._id, clientSecret: doc.client_secret }) : `/test/checkout/${encodeURIComponent(token)}`);
   });
 
   return router;

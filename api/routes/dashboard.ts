@@ -14,6 +14,9 @@
  *   jobs alone, so its API is allowed through a list of actions: a job added to
  *   `creates` would create an object in any project;
  * - the dashboard cannot be framed or cached.
+ *
+ * Its page loads nothing from another host: the link to a public font service is
+ * taken out of its HTML.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -110,6 +113,18 @@ export function maskJobData(data: unknown): unknown {
   );
 }
 
+/**
+ * Bull Board's page links its fonts from a public font service: on a closed network
+ * that request fails, and on an open one it tells the service of every operator's
+ * page view. The link is dropped; the page falls back to the system's sans-serif
+ * and monospace fonts, and loads nothing from another host.
+ */
+const PUBLIC_FONT_LINK = /<link\b[^>]*\bhref="https:\/\/fonts\.(?:googleapis|gstatic)\.com\/[^"]*"[^>]*>\s*/gi;
+
+export function withoutPublicFonts(html: string): string {
+  return html.replace(PUBLIC_FONT_LINK, '');
+}
+
 /** The dashboard over the given queues (every queue of the service); no routes at all without a token. */
 export function dashboardRouter(adminToken: string | null, queues: Queue[], publicBaseUrl: string | null = null): Router {
   const router = new Router();
@@ -158,6 +173,7 @@ export function dashboardRouter(adminToken: string | null, queues: Queue[], publ
     }
     if (unknownPath) throw errors.routeNotFound(ctx.method, ctx.path);
     if (ctx.status >= 400) throw boardError(ctx);
+    if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = withoutPublicFonts(ctx.body);
   });
   return router;
 }

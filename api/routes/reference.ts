@@ -2,13 +2,15 @@
  * The API reference, without a key: `GET /openapi.json` (the OpenAPI document) and
  * `GET /docs` (that document rendered by Redoc). Redoc's standalone bundle is served
  * from node_modules, so the page works offline and fetches nothing from elsewhere.
+ * The document's `servers` and code samples carry the service's own base URL:
+ * `PUBLIC_BASE_URL`, else the origin the document is asked on.
  */
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import Router from '@koa/router';
 import type { AppDeps, State } from '../context.js';
 import { buildOpenApiDocument, OPENAPI_PATH } from '../openapi/document.js';
-import { sendJson } from '../respond.js';
+import { baseUrlOf, sendJson } from '../respond.js';
 
 export const DOCS_PATH = '/docs';
 const REDOC_PATH = '/docs/assets/redoc.standalone.js';
@@ -48,14 +50,28 @@ nav a{color:#32329f;text-decoration:none}
 </html>
 `;
 
+/** Documents kept by base URL: one with `PUBLIC_BASE_URL`, else one per origin asked on (a few). */
+const DOCUMENTS_KEPT = 8;
+
 export function referenceRouter(deps: AppDeps): Router<State> {
   const router = new Router<State>();
-  const document = JSON.stringify(buildOpenApiDocument(deps.config));
+  const documents = new Map<string, string>();
   const require = createRequire(import.meta.url);
   let redoc: Promise<Buffer> | null = null;
 
+  /** The document with the service's own base URL in `servers` and the samples. */
+  function documentFor(baseUrl: string): string {
+    let document = documents.get(baseUrl);
+    if (document === undefined) {
+      document = JSON.stringify(buildOpenApiDocument(deps.config, baseUrl));
+      if (documents.size >= DOCUMENTS_KEPT) documents.delete(documents.keys().next().value as string);
+      documents.set(baseUrl, document);
+    }
+    return document;
+  }
+
   router.get(OPENAPI_PATH, (ctx) => {
-    sendJson(ctx, document);
+    sendJson(ctx, documentFor(baseUrlOf(deps.config, ctx)));
   });
 
   router.get(DOCS_PATH, (ctx) => {

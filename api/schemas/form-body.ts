@@ -77,6 +77,19 @@ function limitError(err: RangeError, text: string): ApiError {
 }
 
 /**
+ * A form body that is plainly JSON: an object or an array, as `curl -d '{"amount":5000}'`
+ * sends it under curl's default form content type. No form of this API starts with a
+ * bracket (no parameter is named `{…}`), so nothing that is meant as a form is taken
+ * for JSON.
+ */
+export function looksLikeJson(text: string): boolean {
+  const trimmed = text.trim();
+  const first = trimmed[0];
+  const last = trimmed[trimmed.length - 1];
+  return (first === '{' && last === '}') || (first === '[' && last === ']');
+}
+
+/**
  * Parses an `application/x-www-form-urlencoded` body into an object of strings,
  * arrays and objects. Every key arrives as data (`__proto__`, `constructor`, `a.b`,
  * `$x`) in null-prototype objects; a repeated name becomes an array (which the

@@ -1,7 +1,14 @@
 /**
- * Standard Webhooks signing (https://www.standardwebhooks.com/): the signature is
- * `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the base64-decoded
- * part of the endpoint secret after `whsec_`. It covers the exact bytes sent.
+ * Every delivery is signed twice over the exact bytes sent, so a receiver can verify
+ * it with either kind of library:
+ * - Standard Webhooks (https://www.standardwebhooks.com/): `webhook-signature` is
+ *   `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the base64-decoded
+ *   part of the endpoint secret after `whsec_`;
+ * - Stripe's scheme: `Stripe-Signature: t=<timestamp>,v1=<hex HMAC-SHA256 of
+ *   "timestamp.body">`, keyed with the endpoint secret string as it was shown
+ *   (`whsec_…` included, as Stripe's SDKs use it), so `stripe.webhooks.constructEvent`
+ *   verifies our events.
+ * During a rotation's grace period each header carries one signature per secret.
  */
 import { createHmac } from 'node:crypto';
 
@@ -29,10 +36,26 @@ export function signWebhook(secret: string, id: string, timestamp: number, body:
   return `v1,${signatureDigest(secretKey(secret), id, timestamp, body)}`;
 }
 
+/** The hex HMAC-SHA256 of `timestamp.body`, keyed with the secret string itself (Stripe's `v1` scheme). */
+export function stripeDigest(secret: string, timestamp: number, body: string | Buffer): string {
+  return createHmac('sha256', secret)
+    .update(`${timestamp}.`, 'utf8')
+    .update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body)
+    .digest('hex');
+}
+
+/** The `Stripe-Signature` header value: `t=<timestamp>`, then one `v1=` per secret. */
+export function stripeSignature(secrets: string | readonly string[], timestamp: number, body: string | Buffer): string {
+  const all = typeof secrets === 'string' ? [secrets] : secrets;
+  return [`t=${timestamp}`, ...all.map((secret) => `v1=${stripeDigest(secret, timestamp, body)}`)].join(',');
+}
+
 /**
- * The three Standard Webhooks headers of one delivery attempt. With several secrets
- * (during a rotation's grace period: the new one first, then the previous one), one
- * signature each, space-separated, so a receiver holding either verifies.
+ * The headers that sign one delivery attempt: the three of Standard Webhooks and
+ * `Stripe-Signature`. With several secrets (during a rotation's grace period: the
+ * new one first, then the previous one), one signature each, so a receiver holding
+ * either verifies: space-separated in `webhook-signature`, one `v1=` entry each in
+ * `Stripe-Signature`.
  */
 export function webhookHeaders(secrets: string | readonly string[], id: string, timestamp: number, body: string | Buffer): Record<string, string> {
   const all = typeof secrets === 'string' ? [secrets] : secrets;
@@ -40,6 +63,7 @@ export function webhookHeaders(secrets: string | readonly string[], id: string, 
     'webhook-id': id,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': all.map((secret) => signWebhook(secret, id, timestamp, body)).join(' '),
+    'stripe-signature': stripeSignature(all, timestamp, body),
   };
 }
 

@@ -121,9 +121,11 @@ test('creates, retrieves and lists webhook endpoints; the secret is only in the 
   t.like(list.body, { object: 'list', url: WE, has_more: false });
 });
 
-test('answers 401 before anything else: no key, not Bearer, unknown key, even with a broken body', async (t) => {
+test('answers 401 before anything else: no key, an unknown key (by Bearer or Basic), even with a broken body', async (t) => {
   assertError(t, await service.request('GET', PI), 401, 'api_key_missing');
-  assertError(t, await service.request('GET', PI, { headers: { Authorization: 'Basic Zm9vOmJhcg==' } }), 401, 'api_key_missing');
+  assertError(t, await service.request('GET', PI, { headers: { Authorization: 'Token sk_test_x' } }), 401, 'api_key_missing');
+  // Basic foo:bar: the key "foo", as `curl -u foo:bar` would send it (DESIGN.md section 13).
+  assertError(t, await service.request('GET', PI, { headers: { Authorization: 'Basic Zm9vOmJhcg==' } }), 401, 'api_key_invalid');
   assertError(t, await service.request('GET', PI, { key: `sk_test_${'x'.repeat(40)}` }), 401, 'api_key_invalid');
   assertError(t, await service.request('GET', PI, { key: 'nonsense' }), 401, 'api_key_invalid');
   assertError(

@@ -52,3 +52,19 @@ test('without PUBLIC_BASE_URL the Host header is reflected', async (t) => {
   const res = await withHost(reflecting, 'GET', '/v1/payment_intents', 'evil.example');
   t.is(res.body.error.doc_url, 'http://evil.example/docs/errors#api_key_missing');
 });
+
+test('the OpenAPI document’s servers and samples carry PUBLIC_BASE_URL when set, else the origin it was asked on', async (t) => {
+  const pinnedDoc = await pinned.request('GET', '/openapi.json');
+  t.deepEqual(pinnedDoc.body.servers, [{ url: 'https://pay.example.com', description: 'This service' }]);
+  const samples = (doc: { paths: Record<string, { post: { 'x-codeSamples': Array<{ source: string }> } }> }) =>
+    doc.paths['/v1/payment_intents']!.post['x-codeSamples'].map((s) => s.source).join('\n');
+  t.true(samples(pinnedDoc.body).includes('curl https://pay.example.com/v1/payment_intents'));
+  t.true(samples(pinnedDoc.body).includes("{ host: 'pay.example.com', port: 443, protocol: 'https' }"));
+  t.false(samples(pinnedDoc.body).includes('localhost:3000'));
+
+  const ownDoc = await reflecting.request('GET', '/openapi.json');
+  t.deepEqual(ownDoc.body.servers, [{ url: reflecting.baseUrl, description: 'This service' }]);
+  t.true(samples(ownDoc.body).includes(`curl ${reflecting.baseUrl}/v1/payment_intents -u "$KEY:"`));
+  t.true(samples(ownDoc.body).includes(`{ host: '127.0.0.1', port: ${reflecting.port}, protocol: 'http' }`));
+  t.false(samples(ownDoc.body).includes('localhost:3000'));
+});

@@ -42,7 +42,7 @@ test('GET /openapi.json needs no key and is the document built from the running 
   const res = await service.request('GET', '/openapi.json');
   t.is(res.status, 200);
   t.regex(res.headers.get('content-type') ?? '', /^application\/json/);
-  t.deepEqual(res.body, buildOpenApiDocument(loadConfig(service.env)));
+  t.deepEqual(res.body, buildOpenApiDocument(loadConfig(service.env), service.baseUrl));
   t.deepEqual(res.body.components.schemas.PaymentIntent.properties.allowed_operators.items.enum, ['wave', 'orange_money', 'mpesa']);
 });
 

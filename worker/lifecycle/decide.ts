@@ -64,9 +64,13 @@ function refuse(detail: ErrorDetail): Decision {
   return { kind: 'refuse', status: 400, detail };
 }
 
-/** Fields every end of an attempt sets: the phone number in full is dropped. */
+/**
+ * Fields every end of an attempt sets: the phone number in full is dropped. A
+ * checkout token stays, so its page can show how the attempt ended; it acts only
+ * while its attempt is `requires_action` (api/routes/checkout.ts).
+ */
 function endAttempt(doc: PaymentIntentDoc): Partial<PaymentIntentDoc> {
-  return { next_action: null, payment: doc.payment ? { ...doc.payment, phone_number: null, checkout_token: null } : null };
+  return { next_action: null, payment: doc.payment ? { ...doc.payment, phone_number: null } : null };
 }
 
 function decline(doc: PaymentIntentDoc, code: DeclineCode, answer: 'object' | 'declined', now: number): Decision {

@@ -16,6 +16,7 @@ import type {
   UpdatePaymentIntentData,
 } from '../../common/jobs.js';
 import type { Logger } from '../../common/logger.js';
+import { returnUrlFor } from '../../common/return-url.js';
 import { decideCancel, decideConfirm, decideExpiry, decideOutcome, decideUpdate, type DecideContext, type Decision } from '../lifecycle/decide.js';
 import { transition, type Mutation, type TransitionDeps, type TransitionResult } from '../lifecycle/transition.js';
 import type { OperatorConnectors } from '../operators/connector.js';
@@ -122,7 +123,8 @@ export async function confirmPaymentIntent(deps: LifecycleDeps, job: Job<Confirm
       amount: result.doc.amount,
       currency: result.doc.currency,
       phoneNumber: payment.phone_number,
-      returnUrl: payment.return_url,
+      // The operator sends the payer back as our test checkout page does: with the intent's id and client secret.
+      returnUrl: payment.return_url ? returnUrlFor(payment.return_url, { id: result.doc._id, clientSecret: result.doc.client_secret }) : null,
     });
   });
   if (secret) await inputs.deleteOne({ _id: secret._id });

@@ -23,7 +23,7 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- a JSON document walked by key
 
 const OPERATORS = ['mtn_momo', 'orange_money', 'wave', 'mpesa'];
-const doc = buildOpenApiDocument({ operators: OPERATORS, defaultCurrency: 'xof' }) as Json;
+const doc = buildOpenApiDocument({ operators: OPERATORS, defaultCurrency: 'xof' }, 'https://pay.acme.test') as Json;
 const schemas = doc.components.schemas as Json;
 
 const ajv = new Ajv2020({ allErrors: true, strict: true });
@@ -189,12 +189,12 @@ test('every code of the catalogue is documented with its status, and its rendere
 });
 
 test('the operator catalog comes from the configuration', (t) => {
-  const other = buildOpenApiDocument({ operators: ['wave'], defaultCurrency: 'usd' }) as Json;
+  const other = buildOpenApiDocument({ operators: ['wave'], defaultCurrency: 'usd' }, 'https://pay.acme.test') as Json;
   t.deepEqual(other.components.schemas.PaymentIntent.properties.allowed_operators.items.enum, ['wave']);
   t.deepEqual(schemas.PaymentIntent.properties.allowed_operators.items.enum, OPERATORS);
 });
 
-test('every public operation has an id, a 200 and the bearer security (or none, for the reference pages)', (t) => {
+test('every public operation has an id, a 200 and the key security, Bearer or Basic (or none, for the reference pages)', (t) => {
   const ids = new Set<string>();
   for (const [path, item] of Object.entries(doc.paths as Json)) {
     for (const [method, op] of Object.entries(item as Json)) {
@@ -205,6 +205,19 @@ test('every public operation has an id, a 200 and the bearer security (or none, 
       else t.deepEqual(op.security, []);
     }
   }
-  t.deepEqual(doc.security, [{ secretKey: [] }]);
+  t.deepEqual(doc.security, [{ secretKey: [] }, { basicKey: [] }]);
   t.true(ids.has('createPaymentIntent'));
+});
+
+test('servers and the create samples carry the base URL given, never a hard-coded localhost:3000', (t) => {
+  t.deepEqual(doc.servers, [{ url: 'https://pay.acme.test', description: 'This service' }]);
+  const samples = doc.paths['/v1/payment_intents'].post['x-codeSamples'] as Array<{ label: string; source: string }>;
+  t.is(samples.length, 3);
+  for (const sample of samples) t.false(sample.source.includes('localhost:3000'), sample.label);
+  t.true(samples[0]!.source.startsWith('curl https://pay.acme.test/v1/payment_intents -u "$KEY:"'));
+  t.true(samples[1]!.source.startsWith('curl https://pay.acme.test/v1/payment_intents -H "Authorization: Bearer $KEY"'));
+  t.true(samples[2]!.source.includes("{ host: 'pay.acme.test', port: 443, protocol: 'https' }"));
+  const local = buildOpenApiDocument({ operators: OPERATORS, defaultCurrency: 'xof' }, 'http://127.0.0.1:4010/') as Json;
+  t.deepEqual(local.servers, [{ url: 'http://127.0.0.1:4010', description: 'This service' }]);
+  t.true(local.paths['/v1/payment_intents'].post['x-codeSamples'][2].source.includes("{ host: '127.0.0.1', port: 4010, protocol: 'http' }"));
 });

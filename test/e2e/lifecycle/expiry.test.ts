@@ -180,6 +180,13 @@ test('SLOW (about 65 s): intents expire at expires_at from new and requires_acti
   const page = await fetch(`${waveAnswer.body.next_action.redirect_to_url.url}/pay`, { method: 'POST', redirect: 'manual' });
   t.not(page.status, 500);
   t.is(intents.get(redirect!.id)!.status, 'expired');
+  // The checkout link, opened again, says the payment expired (not "Checkout not found"), and offers nothing.
+  const expiredPage = await fetch(waveAnswer.body.next_action.redirect_to_url.url);
+  const expiredHtml = await expiredPage.text();
+  t.is(expiredPage.status, 200);
+  t.regex(expiredHtml, /id="status" data-status="expired"/);
+  t.false(expiredHtml.includes('<form'));
+  t.false(expiredHtml.includes(redirect!.client_secret));
 
   // Every event delivered once, signed.
   const deliveries = verifiedDeliveries(receiver, hook, endpoint.secret);

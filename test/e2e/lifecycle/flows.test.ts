@@ -281,7 +281,7 @@ test('redirect (wave): the checkout page, Pay over plain HTTP, then every suffix
     t.is(forged.status, 404);
     const paid = await fetch(`${url}/pay`, { method: 'POST', redirect: 'manual' });
     t.is(paid.status, 303);
-    t.is(paid.headers.get('location'), returnUrl);
+    t.is(paid.headers.get('location'), `${returnUrl}&payment_intent=${s.intent.id}&payment_intent_client_secret=${s.intent.client_secret}`);
   });
   await assertOutcomes(t, key, path, secret, scenarios, 'payer_step');
 });

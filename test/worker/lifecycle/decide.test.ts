@@ -250,5 +250,5 @@ test('update: only the fields given; metadata merged with "" removing a key; sel
 test('cancel ends the attempt and records the reason', (t) => {
   const d = applied(t, decideCancel(intent({ status: 'requires_action', payment: { operator: 'wave', phone_number: '+2210700000000', phone_masked: '+221*******000', return_url: null, checkout_token: 'tok' } }), { cancellation_reason: 'abandoned' }, NOW));
   t.like(d.set, { status: 'canceled', canceled_at: NOW, cancellation_reason: 'abandoned', next_action: null });
-  t.like(d.set.payment, { phone_number: null, checkout_token: null, phone_masked: '+221*******000' });
+  t.like(d.set.payment, { phone_number: null, checkout_token: 'tok', phone_masked: '+221*******000' });
 });
