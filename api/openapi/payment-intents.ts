@@ -115,7 +115,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
   });
   const confirm = requestBody('PaymentIntentConfirm', PAYMENT_INTENT_CONFIRM_FIELDS, {
     operator: { ...operator, description: 'One of `allowed_operators`. Default `selected_operator`; with `automatic_operator`, the first allowed operator serving the phone\'s country code.' },
-    phone_number: { pattern: '^\\+[1-9][0-9]{7,14}$', description: 'E.164. In test mode its last three digits choose the outcome (see the README\'s table).', examples: ['+2250700000000'] },
+    phone_number: { pattern: '^\\+[1-9][0-9]{7,14}$', description: 'E.164. In test mode its last three digits choose the outcome (see docs/payments.md, Test numbers).', examples: ['+2250700000000'] },
     otp: { description: 'Orange Money: the one-time code the payer got by USSD (`123456` in test mode).' },
     return_url: { maxLength: RETURN_URL_MAX_LENGTH, format: 'uri', description: 'Redirect flow (wave): where the payer returns after the checkout page.' },
   });
