@@ -135,13 +135,17 @@ export function writeReport(report: ChaosReport, file: string): void {
  */
 export const RUN_LOG_COLUMNS = [
   'when', 'sha', 'load_avg_1m_start', 'load_avg_1m_end', 'cpus', 'other_cpu_s',
-  'duration_s', 'rate', 'apis', 'workers', 'confirms_fraction', 'seed',
+  'duration_s', 'rate', 'apis', 'workers', 'confirms_fraction', 'seed', 'env', 'dist',
   'pass', 'keys_200', 'duplicated', 'lost', 'orphans', 'events_delivered', 'replays_flagged', 'confirms_succeeded',
   'faults_recovered', 'slowest_recovery_s', 'p99_ms',
 ] as const;
 
-/** The row of `report` for the run log, `sha` being the commit that ran. */
-export function runLogRow(report: ChaosReport, sha: string): RunRow {
+/**
+ * The row of `report` for the run log, `sha` being the commit checked out in `root`;
+ * `dist` is set only when the run ran another build (`--dist`), `env` when `--env`
+ * configured the processes.
+ */
+export function runLogRow(report: ChaosReport, sha: string, root: string): RunRow {
   const s = report.shape;
   const recoveries = report.throughput.recoveries;
   const recovered = recoveries.filter((r) => r.recoveredAfterS !== null);
@@ -165,6 +169,8 @@ export function runLogRow(report: ChaosReport, sha: string): RunRow {
     workers: s.workers,
     confirms_fraction: s.confirmFraction,
     seed: s.seed,
+    env: Object.entries(s.env ?? {}).map(([k, v]) => `${k}=${v}`).join(' '),
+    dist: path.resolve(s.dist) === path.join(root, 'dist') ? '' : s.dist,
     pass: report.pass,
     keys_200: `${k.answered200}/${k.keys}`,
     duplicated: k.duplicated,

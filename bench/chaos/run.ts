@@ -312,7 +312,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${printReport(report)}\nJSON: ${path.relative(process.cwd(), options.out)}\n`);
     if (options.runLog) {
       try {
-        appendRunRow(options.runLog, RUN_LOG_COLUMNS, runLogRow(report, gitSha(ROOT)));
+        appendRunRow(options.runLog, RUN_LOG_COLUMNS, runLogRow(report, gitSha(ROOT), ROOT));
         process.stdout.write(`Run log: a row appended to ${path.relative(process.cwd(), options.runLog)}\n`);
       } catch (err) {
         progress(`run log: ${(err as Error).message}`);

@@ -47,7 +47,7 @@ test('gitSha names the checked-out commit', (t) => {
 test("a chaos run's row holds its verdicts as figures", (t) => {
   const report = {
     when: '2026-11-26T10:00:00.000Z',
-    shape: { durationS: 60, rate: 50, apis: 2, workers: 3, confirmFraction: 0.2, seed: 1966166622 },
+    shape: { durationS: 60, rate: 50, apis: 2, workers: 3, confirmFraction: 0.2, seed: 1966166622, env: { WORKER_CONCURRENCY: '16' }, dist: '/old/dist' },
     pass: false,
     keys: { keys: 3000, answered200: 3000, duplicated: 0, lost: 0, orphans: 0 },
     events: { expected: 3000, delivered: 2999 },
@@ -57,11 +57,13 @@ test("a chaos run's row holds its verdicts as figures", (t) => {
     requests: { latencyMs: { p99: 92 } },
     cpu: { load: [1.5, 2.5], others: 10.2, wallS: 100, capacity: 200 },
   } as unknown as ChaosReport;
-  const row = runLogRow(report, 'abc123');
+  const row = runLogRow(report, 'abc123', '/repo');
   t.is(csvLine(CHAOS_COLUMNS, row).split(',').length, CHAOS_COLUMNS.length);
   t.like(row, {
     sha: 'abc123',
     seed: 1966166622,
+    env: 'WORKER_CONCURRENCY=16',
+    dist: '/old/dist',
     pass: false,
     keys_200: '3000/3000',
     events_delivered: '2999/3000',
@@ -71,6 +73,7 @@ test("a chaos run's row holds its verdicts as figures", (t) => {
     slowest_recovery_s: 'never',
     p99_ms: 92,
   });
+  t.is(runLogRow({ ...report, shape: { ...report.shape, env: {}, dist: '/repo/dist' } }, 'abc123', '/repo').dist, '', 'the checkout\'s own build');
 });
 
 const measurement = (requests: number, mismatches = 0): Measurement => ({ rps: requests, p50_ms: 1, p99_ms: 2, non2xx: 0, requests, mismatches });
