@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { round, type Measurement } from './measure.js';
-import { BASELINES, RESULTS_FILE, SCENARIO_IDS, type ScenarioId } from './settings.js';
+import { appendRunRow, gitSha, type RunRow } from './results-log.js';
+import { BASELINES, RESULTS_FILE, ROOT, RUNS_LOG, SCENARIO_IDS, settings, type ScenarioId } from './settings.js';
 
 /** The median RSS (MiB) of the api and the worker through each of the two S2 runs. */
 export type RssReadings = Record<'api' | 'worker' | 'api_second_run' | 'worker_second_run', number | null>;
@@ -152,11 +153,34 @@ export function loadAverage(): string {
   return os.loadavg().map((l) => l.toFixed(2)).join(' ');
 }
 
+/** The columns of bench/results/bench-runs.csv: one row per run, its key figures. */
+export const RUN_LOG_COLUMNS = [
+  'when', 'sha', 'load_avg_1m', 'cpus', 'duration_s',
+  // rps of each scenario; for S5, the p50 in ms (what its goal compares).
+  ...SCENARIO_IDS.map((id) => (id.startsWith('S5') ? `${id}_p50_ms` : `${id}_rps`)),
+  'goals_met', 'goals_not_met',
+] as const;
+
+function runLogRow(list: ScenarioRow[], goalList: Goal[], when: string, loadAtStart: number): RunRow {
+  const row: RunRow = {
+    when,
+    sha: gitSha(ROOT),
+    load_avg_1m: loadAtStart,
+    cpus: os.cpus().length,
+    duration_s: settings.durationS,
+    goals_met: goalList.filter((g) => g.status === 'met').length,
+    goals_not_met: goalList.filter((g) => g.status === 'NOT met').map((g) => g.goal).join('; '),
+  };
+  for (const r of list) row[r.id.startsWith('S5') ? `${r.id}_p50_ms` : `${r.id}_rps`] = r.id.startsWith('S5') ? r.p50_ms : r.rps;
+  return row;
+}
+
 /**
  * Writes the results of every group to bench/results/latest.json and a copy named
- * after `when` (the run's start), then prints the table and the goals on stdout.
+ * after `when` (the run's start), appends the run's row to bench/results/bench-runs.csv
+ * (not for a smoke run), then prints the table and the goals on stdout.
  */
-export function writeReport(groups: GroupResult[], when: string): void {
+export function writeReport(groups: GroupResult[], when: string, loadAtStart: number): void {
   const measured = new Map(groups.flatMap((g) => [...g.measured]));
   const skipped = new Map(groups.flatMap((g) => [...(g.skipped ?? [])]));
   const extraRows = groups.flatMap((g) => g.extraRows ?? []);
@@ -172,6 +196,17 @@ export function writeReport(groups: GroupResult[], when: string): void {
   const copy = path.join(path.dirname(RESULTS_FILE), `run-${when.replace(/[:.]/g, '-')}.json`);
   fs.writeFileSync(copy, json);
 
+  const goalList = goals(list, extraRows, rss);
+  let logged = 'smoke run: no row in the run log';
+  if (!settings.smoke) {
+    try {
+      appendRunRow(RUNS_LOG, RUN_LOG_COLUMNS, runLogRow(list, goalList, when, loadAtStart));
+      logged = `a row appended to ${path.relative(process.cwd(), RUNS_LOG)}`;
+    } catch (err) {
+      logged = `no row appended: ${(err as Error).message}`;
+    }
+  }
+
   const out: string[] = ['', table(list, extraRows), ''];
   out.push(`RSS during S2, median of 4 readings a second (MiB): api ${rss.api} -> ${rss.api_second_run}, worker ${rss.worker} -> ${rss.worker_second_run} (first -> second run)`);
   for (const [name, figures] of Object.entries(details)) {
@@ -179,7 +214,29 @@ export function writeReport(groups: GroupResult[], when: string): void {
   }
   out.push(`Load average at the end: ${loadAverage()}`);
   out.push('', 'Goals (reported, not asserted):');
-  for (const g of goals(list, extraRows, rss)) out.push(`  [${g.status.padEnd(7)}] ${g.goal}: ${g.detail}`);
-  out.push('', `Written to ${path.relative(process.cwd(), RESULTS_FILE)} (and ${path.relative(process.cwd(), copy)})`);
+  for (const g of goalList) out.push(`  [${g.status.padEnd(7)}] ${g.goal}: ${g.detail}`);
+  out.push('', `Written to ${path.relative(process.cwd(), RESULTS_FILE)} (and ${path.relative(process.cwd(), copy)}); ${logged}`);
   process.stdout.write(`${out.join('\n')}\n`);
+}
+
+/**
+ * What a smoke run checks (BENCH_SMOKE): every scenario asked for ran, or was skipped
+ * for a stated reason, and sent requests whose answers were as expected. Speed is not
+ * checked. Returns the problems found.
+ */
+export function smokeProblems(groups: GroupResult[], selected: ReadonlySet<ScenarioId>): string[] {
+  const measured = new Map(groups.flatMap((g) => [...g.measured]));
+  const skipped = new Set(groups.flatMap((g) => [...(g.skipped ?? new Map()).keys()]));
+  const problems: string[] = [];
+  for (const id of selected) {
+    const m = measured.get(id);
+    if (!m) {
+      if (!skipped.has(id)) problems.push(`${id} did not run`);
+    } else if (m.requests === 0) {
+      problems.push(`${id} sent no request`);
+    } else if (m.mismatches > 0) {
+      problems.push(`${id}: ${m.mismatches} unexpected answer bodies`);
+    }
+  }
+  return problems;
 }

@@ -10,18 +10,21 @@
  */
 import { MongoClient } from 'mongodb';
 import { progress } from './progress.js';
-import { loadAverage, machine, writeReport, type GroupResult } from './report.js';
+import { loadAverage, machine, smokeProblems, writeReport, type GroupResult } from './report.js';
 import { runBaselineScenarios } from './scenarios/s0-s1-baseline.js';
 import { runCreateScenarios } from './scenarios/s2-s3-creates.js';
 import { runReplayScenarios } from './scenarios/s4-replays.js';
 import { runListScenarios } from './scenarios/s5-lists.js';
 import { runConfirmScenarios } from './scenarios/s6-confirms.js';
+import { loadAverage1m } from './results-log.js';
 import { killAll, stopChildrenOnExit } from './service.js';
 import { settings } from './settings.js';
 
 async function main(): Promise<void> {
+  if (settings.smoke) progress('BENCH_SMOKE: every scenario briefly, on small data; this checks that the benchmark runs, not how fast');
   if (!settings.redisUrl || !settings.mongoUrl) throw new Error('REDIS_URL and MONGODB_URL must be set: run the benchmark with `npm run bench`');
   const when = new Date().toISOString();
+  const loadAtStart = loadAverage1m();
   progress(`${machine()}; scenarios ${[...settings.selected].join(', ')}; ${settings.durationS} s each (+${settings.warmupS} s warm-up)`);
   progress(`load average ${loadAverage()} (anything else running on the machine skews the numbers)`);
   const mongo = new MongoClient(settings.mongoUrl);
@@ -35,7 +38,12 @@ async function main(): Promise<void> {
   } finally {
     await mongo.close();
   }
-  writeReport(groups, when);
+  writeReport(groups, when, loadAtStart);
+  if (settings.smoke) {
+    const problems = smokeProblems(groups, settings.selected);
+    if (problems.length) throw new Error(`smoke run: ${problems.join('; ')}`);
+    progress(`smoke run passed: ${settings.selected.size} scenarios asked for, each ran or was skipped for a stated reason`);
+  }
 }
 
 stopChildrenOnExit();

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import type { MongoClient } from 'mongodb';
 import { BUNDLES } from '#scripts/lib/build.mjs';
@@ -214,7 +215,8 @@ export interface Baseline {
 export async function startBaseline(mongo: MongoClient): Promise<Baseline> {
   const port = await freePort();
   const dbName = uniqueName('bench_baseline');
-  const proc = new Child('baseline', 'bench/baseline-server.js', {
+  // Compiled by tsc beside this file: dist/bench/baseline-server.js.
+  const proc = new Child('baseline', path.relative(ROOT, fileURLToPath(new URL('./baseline-server.js', import.meta.url))), {
     MONGODB_URL: settings.mongoUrl,
     MONGODB_DB: dbName,
     PORT: String(port),

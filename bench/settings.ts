@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** Where each run's results go (git-ignored). */
 export const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
+/** The committed run log: one row per run (results-log.ts); smoke runs write none. */
+export const RUNS_LOG = path.join(ROOT, 'bench', 'results', 'bench-runs.csv');
 
 /** Every scenario, in the order of the table and the JSON results. */
 export const SCENARIO_IDS = [
@@ -66,8 +68,18 @@ function selectedScenarios(): Set<ScenarioId> {
   return new Set(picked as ScenarioId[]);
 }
 
+/**
+ * BENCH_SMOKE=1: every scenario for about a second on small data (`npm run
+ * bench:smoke`, run by .ci/run). It checks that the benchmark runs, not how fast:
+ * the numbers mean nothing, no row goes to the run log, and the run fails when a
+ * scenario asked for did not run or sent no request. Explicit knobs still win.
+ */
+const smoke = envFlag('BENCH_SMOKE', false);
+const smokeDefault = (full: number, small: number) => (smoke ? small : full);
+
 /** The knobs, with their defaults; an invalid value throws here, before anything starts. */
 export const settings = {
+  smoke,
   redisUrl: process.env.REDIS_URL ?? '',
   mongoUrl: process.env.MONGODB_URL ?? '',
   /** The service's knobs passed on to its processes when set (otherwise its defaults): the group commit ones, to measure what each buys. */
@@ -76,15 +88,17 @@ export const settings = {
       .map((name) => [name, process.env[name]] as const)
       .filter((entry): entry is readonly [string, string] => Boolean(entry[1])),
   ),
-  durationS: envNumber('BENCH_DURATION_S', 10),
-  warmupS: envNumber('BENCH_WARMUP_S', 2),
-  s5With1m: envFlag('BENCH_S5_1M', true),
-  s5SmallAmount: envNumber('BENCH_S5_10K_AMOUNT', 20),
+  durationS: envNumber('BENCH_DURATION_S', smokeDefault(10, 1)),
+  warmupS: envNumber('BENCH_WARMUP_S', smokeDefault(2, 0)),
+  s5With1m: envFlag('BENCH_S5_1M', !smoke),
+  /** S5-10k: how many objects are seeded before the first list (10 000; 200 in a smoke run). */
+  s5SmallCount: envNumber('BENCH_S5_10K_COUNT', smokeDefault(10_000, 200)),
+  s5SmallAmount: envNumber('BENCH_S5_10K_AMOUNT', smokeDefault(20, 3)),
   s5LargeAmount: envNumber('BENCH_S5_1M_AMOUNT', 3),
   s5TimeoutS: envNumber('BENCH_S5_TIMEOUT_S', 900),
   seedBatch: envNumber('BENCH_SEED_BATCH', 5000),
   /** S6: how many intents are created, then confirmed once each. */
-  s6Intents: envNumber('BENCH_S6_INTENTS', 500),
+  s6Intents: envNumber('BENCH_S6_INTENTS', smokeDefault(500, 10)),
   selected: selectedScenarios(),
 };
 

@@ -81,7 +81,7 @@ export type SimulatedOutcome =
   /** The operator never answers: the intent waits in `requires_action` until it expires. */
   | { kind: 'silent' };
 
-/** The magic suffixes of DESIGN.md section 7 (the README's table is this one). */
+/** The magic suffixes of DESIGN.md section 7 (docs/payments.md's table is this one). */
 export const MAGIC_SUFFIXES: Readonly<Record<string, SimulatedOutcome>> = {
   '000': { kind: 'succeed', slow: false },
   '001': { kind: 'decline', code: 'payer_declined', stage: 'payer' },

@@ -19,6 +19,7 @@ import {
   recordChild,
   startStack,
 } from './stack.mjs';
+import { clearServiceEnv, recordServiceEnv } from './lib/service-env.mjs';
 
 const DATA_DIR = path.join(ROOT, '.data');
 const STOP_TIMEOUT_MS = 15_000;
@@ -156,6 +157,8 @@ const env = {
 };
 
 const testKey = defaultTestKey(env);
+// For `npm run cli` beside this start: the servers' URLs, removed again on stop.
+recordServiceEnv(DATA_DIR, env);
 
 const children = [];
 let shuttingDown = null;
@@ -204,6 +207,7 @@ async function shutdown(exitCode = 0) {
       say('stopping local servers');
       await stack.stop();
     }
+    clearServiceEnv(DATA_DIR);
     clearPidFile(DATA_DIR);
     process.exit(exitCode);
   })();
@@ -240,7 +244,7 @@ if (!shuttingDown) {
   const lines = [
     '',
     `  Payments API     ${baseUrl}${ready ? '' : '   (not ready yet: see /readyz)'}`,
-    `  Test API key     ${testKey ?? '(none: see above)'}`,
+    `  Test API key     ${testKey ?? '(none: see above)'}${testKey ? '   (kept in .data/default-test-key)' : ''}`,
     `  Admin token      ${env.ADMIN_TOKEN}`,
     `  Queue dashboard  ${baseUrl}/admin/queues`,
     `  Webhooks         ${allowPrivateTargets === 'true' ? 'test mode may reach local and private addresses (WEBHOOK_ALLOW_PRIVATE_TARGETS=true)' : 'public addresses only'}`,

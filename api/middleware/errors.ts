@@ -10,7 +10,7 @@ const CLIENT_CLOSED = 499;
 
 /**
  * `Stripe-Should-Retry`, which Stripe SDKs obey before their own rules: retry a 409
- * `idempotency_in_flight` and any 503 (the README's advice), never another 4xx. A
+ * `idempotency_in_flight` and any 503 (docs/api.md's advice), never another 4xx. A
  * recorded 4xx replayed, or answered straight from a create job, is no exception.
  */
 function shouldRetry(status: number, code: string | undefined): string | null {

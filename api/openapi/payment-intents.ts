@@ -131,7 +131,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
   });
   const confirm = requestBody('PaymentIntentConfirm', PAYMENT_INTENT_CONFIRM_FIELDS, {
     operator: { ...operator, description: 'One of `allowed_operators`. Default `selected_operator`; with `automatic_operator`, the first allowed operator that may hold a wallet on the number, predicted from its prefix (its country when the prefix is unknown; `GET /v1/operators/resolve`). The operator must serve the number\'s country (else `phone_number_invalid`), take the intent\'s currency there (else `currency_not_supported`) and accept its amount (else `amount_too_small` / `amount_too_large`).' },
-    phone_number: { pattern: '^\\+[1-9][0-9]{7,14}$', description: 'E.164. In test mode its last three digits choose the outcome (see the README\'s table).', examples: ['+2250700000000'] },
+    phone_number: { pattern: '^\\+[1-9][0-9]{7,14}$', description: 'E.164. In test mode its last three digits choose the outcome (see docs/payments.md, Test numbers).', examples: ['+2250700000000'] },
     otp: { description: 'Orange Money: the one-time code the payer got by USSD (`123456` in test mode).' },
     return_url: { maxLength: RETURN_URL_MAX_LENGTH, format: 'uri', description: 'Redirect flow (wave): where the payer returns after the checkout page.' },
   });

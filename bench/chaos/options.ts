@@ -39,6 +39,8 @@ export interface ChaosOptions {
   /** Extra environment for every api and worker (`--env NAME=VALUE`). */
   env: Record<string, string>;
   out: string;
+  /** The committed run log the run appends its row to (bench/results/chaos-runs.csv); null: none (`--no-log`). */
+  runLog: string | null;
   seed: number;
   /** The compiled service to run (its api/main.js and worker/main.js): another build, to compare. */
   dist: string;
@@ -70,6 +72,8 @@ Redis over; then checks what came out and prints a report (JSON in --out).
   --mongodb-url URL   use this MongoDB instead of a throw-away FerretDB
   --env NAME=VALUE    extra environment for every api and worker (repeatable)
   --out FILE          JSON report (bench/results/chaos.json)
+  --log FILE          append the run's row to this CSV (bench/results/chaos-runs.csv)
+  --no-log            append no row (a trial run)
   --seed N            seed of the fault schedule (random)
   --dist DIR          run the api and worker compiled in DIR (default dist/), e.g. an older build
   --help`;
@@ -118,6 +122,8 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
       out: { type: 'string' },
       seed: { type: 'string' },
       dist: { type: 'string' },
+      log: { type: 'string' },
+      'no-log': { type: 'boolean' },
       help: { type: 'boolean' },
     },
   });
@@ -149,6 +155,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     mongoUrl: values['mongodb-url'] ?? null,
     env,
     out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'chaos.json')),
+    runLog: values['no-log'] ? null : path.resolve(values.log ?? path.join(ROOT, 'bench', 'results', 'chaos-runs.csv')),
     seed: values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : number('seed', values.seed, 0),
     dist: path.resolve(values.dist ?? path.join(ROOT, 'dist')),
   };

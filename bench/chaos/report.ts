@@ -3,17 +3,19 @@
  * as text on stdout and written as JSON.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { CpuFigures } from './cpu.js';
 import type { InjectedFault } from './faults.js';
 import type { LogTally } from './fleet.js';
 import type { KeyRecord } from './load.js';
 import type { ChaosOptions } from './options.js';
+import type { RunRow } from '../results-log.js';
 import type { ConfirmFigures, EventFigures, KeyFigures, Recovery, ReplayFigures, Verdict } from './verdicts.js';
 
 export interface ChaosReport {
   when: string;
-  shape: Omit<ChaosOptions, 'out' | 'env'> & { env: Record<string, string> };
+  shape: Omit<ChaosOptions, 'out' | 'runLog' | 'env'> & { env: Record<string, string> };
   pass: boolean;
   verdicts: Verdict[];
   keys: KeyFigures;
@@ -123,4 +125,62 @@ export function printReport(report: ChaosReport): string {
 export function writeReport(report: ChaosReport, file: string): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+}
+
+/**
+ * The columns of bench/results/chaos-runs.csv, one row per run: when, which commit, how
+ * loaded the machine was, the run's shape, the five verdicts as figures (`n/m`, empty
+ * when the verdict did not apply), the slowest recovery (`never` when a fault did not
+ * recover within the run's limit) and the 200s' p99 latency.
+ */
+export const RUN_LOG_COLUMNS = [
+  'when', 'sha', 'load_avg_1m_start', 'load_avg_1m_end', 'cpus', 'other_cpu_s',
+  'duration_s', 'rate', 'apis', 'workers', 'confirms_fraction', 'seed', 'env', 'dist',
+  'pass', 'keys_200', 'duplicated', 'lost', 'orphans', 'events_delivered', 'replays_flagged', 'confirms_succeeded',
+  'faults_recovered', 'slowest_recovery_s', 'p99_ms',
+] as const;
+
+/**
+ * The row of `report` for the run log, `sha` being the commit checked out in `root`;
+ * `dist` is set only when the run ran another build (`--dist`), `env` when `--env`
+ * configured the processes.
+ */
+export function runLogRow(report: ChaosReport, sha: string, root: string): RunRow {
+  const s = report.shape;
+  const recoveries = report.throughput.recoveries;
+  const recovered = recoveries.filter((r) => r.recoveredAfterS !== null);
+  const slowest = recoveries.some((r) => r.recoveredAfterS === null)
+    ? 'never'
+    : recovered.length ? Math.max(...recovered.map((r) => r.recoveredAfterS as number)) : null;
+  const k = report.keys;
+  const e = report.events;
+  const r = report.replays;
+  const c = report.confirms;
+  return {
+    when: report.when,
+    sha,
+    load_avg_1m_start: report.cpu.load[0],
+    load_avg_1m_end: report.cpu.load[1],
+    cpus: os.cpus().length,
+    other_cpu_s: report.cpu.others,
+    duration_s: s.durationS,
+    rate: s.rate,
+    apis: s.apis,
+    workers: s.workers,
+    confirms_fraction: s.confirmFraction,
+    seed: s.seed,
+    env: Object.entries(s.env ?? {}).map(([k, v]) => `${k}=${v}`).join(' '),
+    dist: path.resolve(s.dist) === path.join(root, 'dist') ? '' : s.dist,
+    pass: report.pass,
+    keys_200: `${k.answered200}/${k.keys}`,
+    duplicated: k.duplicated,
+    lost: k.lost,
+    orphans: k.orphans,
+    events_delivered: e ? `${e.delivered}/${e.expected}` : null,
+    replays_flagged: `${r.replaysFlagged}/${r.replaysAnswered}`,
+    confirms_succeeded: c ? `${c.succeeded}/${c.confirms}` : null,
+    faults_recovered: `${recovered.length}/${recoveries.length}`,
+    slowest_recovery_s: slowest,
+    p99_ms: report.requests.latencyMs.p99,
+  };
 }

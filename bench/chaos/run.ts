@@ -22,7 +22,8 @@ import { Fleet } from './fleet.js';
 import { Load } from './load.js';
 import { parseOptions, USAGE, type ChaosOptions } from './options.js';
 import { VerifyingReceiver } from './receiver.js';
-import { logFigures, printReport, requestFigures, writeReport, type ChaosReport } from './report.js';
+import { logFigures, printReport, requestFigures, RUN_LOG_COLUMNS, runLogRow, writeReport, type ChaosReport } from './report.js';
+import { appendRunRow, gitSha } from '../results-log.js';
 import { ControlledRedis, countsSince, ferretCommandCounts, loadStack } from './servers.js';
 import { checkConfirms, checkEvents, checkKeys, checkRecovery, checkReplays, eventIdsOf, successSeries } from './verdicts.js';
 
@@ -255,7 +256,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
       share: options.recoveryShare,
     });
     const verdicts = [keys.verdict, ...(events ? [events.verdict] : []), replays.verdict, ...(confirms ? [confirms.verdict] : []), recovery.verdict];
-    const { out: _out, ...shape } = options;
+    const { out: _out, runLog: _runLog, ...shape } = options;
     report = {
       when: new Date(startMs).toISOString(),
       shape,
@@ -309,6 +310,14 @@ async function main(): Promise<number> {
     const report = await run(options, cleanup);
     writeReport(report, options.out);
     process.stdout.write(`${printReport(report)}\nJSON: ${path.relative(process.cwd(), options.out)}\n`);
+    if (options.runLog) {
+      try {
+        appendRunRow(options.runLog, RUN_LOG_COLUMNS, runLogRow(report, gitSha(ROOT), ROOT));
+        process.stdout.write(`Run log: a row appended to ${path.relative(process.cwd(), options.runLog)}\n`);
+      } catch (err) {
+        progress(`run log: ${(err as Error).message}`);
+      }
+    }
     return report.pass ? 0 : 1;
   } catch (err) {
     progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);

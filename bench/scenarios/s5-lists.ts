@@ -65,7 +65,7 @@ export async function runListScenarios(mongo: MongoClient): Promise<GroupResult>
   const service = await startService(mongo, 's5', 0);
   try {
     const db = mongo.db(service.dbName);
-    const small = 10_000;
+    const small = settings.s5SmallCount;
     const large = 1_000_000;
     // The 10k newest objects first; the older ones, for 1M, go underneath them.
     const recent = await seedPaymentIntents(db, {

@@ -1,7 +1,9 @@
 // Dependencies and the TypeScript build: `npm ci` when node_modules does not
-// match package-lock.json, then tsc into dist/.
+// match package-lock.json, then tsc into dist/ and the bundles, unless nothing the
+// build reads has changed since the last build this module made.
 
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -116,13 +118,84 @@ function pruneDist(dir = path.join(ROOT, 'dist')) {
 }
 
 /**
+ * What the build reads, relative to the project: the folders tsc compiles (tsconfig.json's
+ * `include`), the scripts the compiled code and the bundler import, and the files that
+ * configure them. Only source files count (BUILD_EXTENSIONS); the run outputs kept in
+ * some of these folders do not (BUILD_IGNORED).
+ */
+export const BUILD_INPUTS = [
+  'api', 'worker', 'common', 'test', 'bench',
+  'scripts/lib', 'scripts/bundle.mjs',
+  'tsconfig.json', 'package.json', 'package-lock.json',
+];
+const BUILD_EXTENSIONS = /\.(?:[mc]?ts|[mc]?js|json)$/;
+const BUILD_IGNORED = new Set(['bench/results', 'test/artifacts', 'node_modules', 'dist']);
+
+/** Where the fingerprint of the sources of the last complete build is kept. */
+const STAMP = 'dist/.build-fingerprint';
+
+/**
+ * A SHA-256 over the path and content of every build input under `root`: it changes
+ * when a source is added, removed or edited, and not when a run writes its results.
+ */
+export function sourceFingerprint(root = ROOT) {
+  const files = [];
+  const walk = (relative) => {
+    if (BUILD_IGNORED.has(relative)) return;
+    let stat;
+    try {
+      stat = fs.statSync(path.join(root, relative));
+    } catch {
+      return; // an input this checkout does not have
+    }
+    if (stat.isDirectory()) {
+      for (const name of fs.readdirSync(path.join(root, relative))) walk(path.posix.join(relative, name));
+    } else if (BUILD_EXTENSIONS.test(relative)) {
+      files.push(relative);
+    }
+  };
+  for (const input of BUILD_INPUTS) walk(input);
+  const hash = createHash('sha256');
+  for (const file of files.sort()) {
+    hash.update(`${file}\0`);
+    hash.update(fs.readFileSync(path.join(root, file)));
+    hash.update('\0');
+  }
+  return hash.digest('hex');
+}
+
+/** True when `root`'s dist/ holds a complete build of exactly these sources. */
+export function buildIsCurrent(root = ROOT, fingerprint = sourceFingerprint(root)) {
+  let stamp;
+  try {
+    stamp = fs.readFileSync(path.join(root, STAMP), 'utf8').trim();
+  } catch {
+    return false;
+  }
+  return stamp === fingerprint && Object.values(BUNDLES).every((file) => fs.existsSync(path.join(root, file)));
+}
+
+/**
  * Compiles the TypeScript sources into dist/ (dropping outputs of deleted sources),
  * then bundles the api and the worker into one file each (bundle.mjs): `npm run build`.
+ * Skipped when nothing the build reads has changed since the last build made here
+ * (a restart of `npm start` with no change). `npm run build` itself always builds,
+ * and leaves no fingerprint: the next start after it builds once more.
  */
 export function ensureBuild() {
+  const fingerprint = sourceFingerprint();
+  if (buildIsCurrent(ROOT, fingerprint)) {
+    log('build skipped: nothing changed since the last build');
+    return false;
+  }
   pruneDist();
+  // A build that fails or is interrupted leaves no fingerprint behind.
+  fs.rmSync(path.join(ROOT, STAMP), { force: true });
   log('building (tsc -p tsconfig.json, then the bundles)');
   // The project's own tsc (what `npx tsc` runs), without npx's option parsing.
   run(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json']);
   run(process.execPath, [path.join(ROOT, 'scripts', 'bundle.mjs')]);
+  // The sources as they were when the build started: an edit made meanwhile builds again next time.
+  fs.writeFileSync(path.join(ROOT, STAMP), `${fingerprint}\n`);
+  return true;
 }

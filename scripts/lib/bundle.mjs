@@ -2,7 +2,7 @@
 // dist/worker/main.js), each bundled with its dependencies by esbuild into
 // dist/bundle/. A process then starts from one file instead of resolving and loading
 // hundreds of modules: idle, a worker takes 0.54 CPU s to start instead of 1.15, an
-// api 0.9 instead of 1.2 (README, "Fault injection"). Under load, where a restarted
+// api 0.9 instead of 1.2 (docs/decisions/0009-bundled-processes.md). Under load, where a restarted
 // process gets a small share of the CPU, that is what brings it back sooner.
 //
 // The bundles stay inside the project: what the code resolves at run time

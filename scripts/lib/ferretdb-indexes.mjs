@@ -5,7 +5,7 @@
 // but the unique index it creates for `_id` is on `_ferretdb_sjson->"_id"`. SQLite
 // matches an index to a query by the text of its expression, so every lookup by
 // `_id` reads the whole table: 39 ms per update of one intent among 5,000 on the
-// development machine, 2.9 ms with the index below (README, "Faults"). A real
+// development machine, 2.9 ms with the index below (docs/decisions/0003-ferretdb-id-index.md). A real
 // MongoDB, where MONGODB_URL points in production, looks `_id` up in its own index.
 //
 // For every collection table of every database file under FerretDB's SQLite

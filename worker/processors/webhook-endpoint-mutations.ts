@@ -137,7 +137,7 @@ export function deleteWebhookEndpoint(deps: EndpointMutationDeps, job: Job<Webho
     async (doc) => {
       await freezeCreateAnswer(deps, doc, () => present(doc, true));
       await deps.collections.webhookEndpoints.deleteOne({ _id: doc._id });
-      // Its attempts go with it (README: "Deleting an endpoint").
+      // Its attempts go with it (docs/webhooks.md, Managing endpoints).
       await deps.collections.webhookAttempts.deleteMany({ endpoint_id: doc._id });
       return deleted;
     },
