@@ -15,6 +15,7 @@ import { eventRoutes } from './routes/events.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
 import { referenceRouter } from './routes/reference.js';
+import { refundRoutes } from './routes/refunds.js';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 /**
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   paymentIntentRoutes(v1, deps, guards, create);
   webhookEndpointRoutes(v1, deps, guards, create);
   eventRoutes(v1, deps, guards);
+  refundRoutes(v1, deps, guards, create);
   const routers: Array<Router<State>> = [
     v1,
     opsRouter(deps),

@@ -1,7 +1,7 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
@@ -12,6 +12,7 @@ export interface Collections {
   events: Collection<EventDoc>;
   idempotencyRecords: Collection<IdempotencyRecordDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
+  refunds: Collection<RefundDoc>;
 }
 
 export interface Mongo {
@@ -72,6 +73,7 @@ export function collections(db: Db): Collections {
     events: db.collection<EventDoc>('events'),
     idempotencyRecords: db.collection<IdempotencyRecordDoc>('idempotency_records'),
     idempotencyKeys: db.collection<IdempotencyKeyDoc>('idempotency_keys'),
+    refunds: db.collection<RefundDoc>('refunds'),
   };
 }
 
@@ -162,6 +164,15 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     index(c.events, { project: 1, livemode: 1, type: 1, _id: -1 }, { name: 'scope_type_id' }),
     index(c.idempotencyRecords, { expires_at: 1 }, { name: 'expires_at' }),
     index(c.idempotencyKeys, { expires_at: 1 }, { name: 'expires_at' }),
+    index(c.refunds, scoped, { name: 'scope_id' }),
+    // `GET /v1/refunds?payment_intent=`: the refunds of one intent, newest first (an
+    // intent belongs to one scope; the scope is checked on the few it finds). FerretDB
+    // scans, as for every query but a lone `_id`.
+    index(c.refunds, { payment_intent: 1, _id: -1 }, { name: 'payment_intent_id' }),
+    // The sweeper's pending refunds.
+    index(c.refunds, { status: 1, _id: 1 }, { name: 'status_id' }),
+    // The sweeper's intents with a pending refund.
+    index(c.paymentIntents, { refunds_pending: 1 }, { name: 'refunds_pending', sparse: true }),
   ];
   const existing = new Map<Collection, Promise<Set<string>>>();
   const namesOf = (collection: Collection) => {

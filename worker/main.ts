@@ -39,6 +39,9 @@ import { dispatchEvent } from './processors/dispatch-event.js';
 import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { sweepIntents } from './processors/sweep-intents.js';
+import { createRefund, updateRefund, type RefundDeps } from './processors/refunds.js';
+import { sweepRefunds } from './processors/sweep-refunds.js';
+import { processRefund } from './refunds/process.js';
 import { deliverWebhook } from './webhooks/deliver.js';
 import { endpointSlots } from './webhooks/endpoint-slots.js';
 import { FirstAttempts, priorAttempts } from './webhooks/first-attempt.js';
@@ -149,6 +152,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     keyOnlyUpdates: () => servedByFerretDB(mongo.db),
     logger,
   };
+  const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl };
   const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {
     connection: redis.workers,
@@ -193,6 +197,10 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
           return recoverWebhookEvents(endpointDeps, job);
         case JOBS.testWebhookEndpoint:
           return testWebhookEndpoint(endpointDeps, job);
+        case JOBS.createRefund:
+          return createRefund(refundDeps, job);
+        case JOBS.updateRefund:
+          return updateRefund(refundDeps, job);
         default:
           return unknownJob(job);
       }
@@ -208,6 +216,8 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
           return applyOperatorOutcome(lifecycleDeps, job);
         case JOBS.expirePaymentIntent:
           return expirePaymentIntent(lifecycleDeps, job);
+        case JOBS.processRefund:
+          return processRefund(refundDeps, job.data);
         default:
           return unknownJob(job);
       }
@@ -223,6 +233,8 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
           return sweepIdempotency({ collections, redis: redis.commands, prefix }, now());
         case JOBS.sweepIntents:
           return sweepIntents({ collections, intentsQueue }, now());
+        case JOBS.sweepRefunds:
+          return sweepRefunds({ ...refundDeps, intentsQueue }, now(), config.intentsSweepIntervalMs);
         case JOBS.sweepEvents:
           return sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs });
         default:
@@ -241,6 +253,11 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
       'intents-sweep',
       { every: config.intentsSweepIntervalMs },
       { name: JOBS.sweepIntents, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
+    await maintenanceQueue.upsertJobScheduler(
+      'refunds-sweep',
+      { every: config.intentsSweepIntervalMs },
+      { name: JOBS.sweepRefunds, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
     );
     await maintenanceQueue.upsertJobScheduler(
       'events-sweep',

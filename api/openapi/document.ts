@@ -11,6 +11,7 @@ import { errorComponents, HEADERS, PARAMETERS, SECURITY_SCHEMES } from './compon
 import { eventsPart } from './events.js';
 import { paymentIntentsPart } from './payment-intents.js';
 import { referencePart } from './reference.js';
+import { refundsPart } from './refunds.js';
 import type { DocumentPart, Schema } from './schema.js';
 import { webhookEndpointsPart } from './webhook-endpoints.js';
 
@@ -35,6 +36,7 @@ export function buildOpenApiDocument(config: Pick<Config, 'operators' | 'default
     paymentIntentsPart({ operators: config.operators, defaultCurrency: config.defaultCurrency }),
     webhookEndpointsPart(),
     eventsPart(),
+    refundsPart({ operators: config.operators }),
     referencePart(),
   ];
   const errors = errorComponents();
