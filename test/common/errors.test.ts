@@ -22,6 +22,8 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
     'idempotency_key_invalid', 'webhook_endpoint_limit',
     // Section 7.
     'payment_intent_unexpected_state', 'phone_number_invalid', 'operator_not_configured',
+    // Section 11.
+    'charge_already_refunded', 'refund_not_supported',
   ]],
   [400, 'idempotency_error', ['idempotency_key_reused']],
   [401, 'invalid_request_error', ['api_key_missing', 'api_key_invalid']],
