@@ -9,7 +9,7 @@ import type { InjectedFault } from './faults.js';
 import type { LogTally } from './fleet.js';
 import type { KeyRecord } from './load.js';
 import type { ChaosOptions } from './options.js';
-import type { ConfirmFigures, EventFigures, KeyFigures, Recovery, ReplayFigures, Verdict } from './verdicts.js';
+import type { ConfirmFigures, EventFigures, KeyFigures, Recovery, RefundFigures, ReplayFigures, Verdict } from './verdicts.js';
 
 export interface ChaosReport {
   when: string;
@@ -20,6 +20,7 @@ export interface ChaosReport {
   events: EventFigures | null;
   replays: ReplayFigures;
   confirms: ConfirmFigures | null;
+  refunds: RefundFigures | null;
   throughput: { baselinePerS: number; recoveries: Recovery[]; perSecond: number[] };
   faults: InjectedFault[];
   requests: {
