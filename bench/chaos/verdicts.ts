@@ -320,6 +320,8 @@ export interface RefundFigures {
   byStatus: Record<string, number>;
   /** Refunds with other than one `refund.created` and one `refund.succeeded` or `refund.failed`. */
   notExactlyOnce: number;
+  /** `payment_intent.refunded` events recorded, against the succeeded refunds: one each. */
+  intentRefundedEvents: number;
   /** Intents whose `amount_refunded` or held amount exceeds their amount. */
   overRefunded: number;
   /** Intents whose `amount_refunded` is not the sum of their succeeded refunds. */
@@ -351,7 +353,7 @@ export async function checkRefunds(db: Db, keys: KeyRecord[], receiver: Verifyin
   const asked = keys.filter((k) => k.refunds?.length);
   const intents = asked.map((k) => k.refunds![0]!.intent);
   const figures: RefundFigures = {
-    intents: asked.length, requests: 0, answered200: 0, terminal: {}, byStatus: {}, notExactlyOnce: 0, overRefunded: 0, mismatched: 0, eventsExpected: 0, eventsDelivered: 0,
+    intents: asked.length, requests: 0, answered200: 0, terminal: {}, byStatus: {}, notExactlyOnce: 0, intentRefundedEvents: 0, overRefunded: 0, mismatched: 0, eventsExpected: 0, eventsDelivered: 0,
   };
   for (const refund of asked.flatMap((k) => k.refunds!)) {
     figures.requests++;
@@ -362,6 +364,7 @@ export async function checkRefunds(db: Db, keys: KeyRecord[], receiver: Verifyin
   for (const r of refunds) figures.byStatus[r.status] = (figures.byStatus[r.status] ?? 0) + 1;
   const events = await refundEvents(db, keys);
   const count = new Map<string, { created: number; ended: number }>();
+  figures.intentRefundedEvents = events.filter((e) => e.type === 'payment_intent.refunded').length;
   for (const e of events) {
     if (!e.type.startsWith('refund.')) continue;
     const c = count.get(e.object_id) ?? { created: 0, ended: 0 };
@@ -387,8 +390,10 @@ export async function checkRefunds(db: Db, keys: KeyRecord[], receiver: Verifyin
     verdicts: [
       {
         name: 'every refund 200, ended succeeded or failed exactly once',
-        pass: unanswered === 0 && figures.notExactlyOnce === 0 && refunds.length > 0 === figures.requests > 0,
-        detail: `${figures.answered200}/${figures.requests} refund requests of ${figures.intents} intents answered 200; ${refunds.length} refunds ${JSON.stringify(figures.byStatus)}; ${figures.notExactlyOnce} not ended exactly once`,
+        pass: unanswered === 0 && figures.notExactlyOnce === 0 && refunds.length > 0 === figures.requests > 0 && figures.intentRefundedEvents === (figures.byStatus.succeeded ?? 0),
+        detail:
+          `${figures.answered200}/${figures.requests} refund requests of ${figures.intents} intents answered 200; ${refunds.length} refunds ${JSON.stringify(figures.byStatus)}; ` +
+          `${figures.notExactlyOnce} not ended exactly once; ${figures.intentRefundedEvents} payment_intent.refunded events`,
       },
       {
         name: 'no intent refunded past its amount, amount_refunded = its succeeded refunds',
