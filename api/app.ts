@@ -18,6 +18,7 @@ import { faviconRouter } from './routes/favicon.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
 import { referenceRouter } from './routes/reference.js';
+import { refundRoutes } from './routes/refunds.js';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 /**
@@ -66,6 +67,7 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   webhookEndpointRoutes(v1, deps, guards, create);
   eventRoutes(v1, deps, guards);
   operatorRoutes(v1, deps, guards);
+  refundRoutes(v1, deps, guards, create);
   const routers: Array<Router<State>> = [
     v1,
     opsRouter(deps),

@@ -17,6 +17,7 @@ import { runReplayScenarios } from './scenarios/s4-replays.js';
 import { runListScenarios } from './scenarios/s5-lists.js';
 import { runConfirmScenarios } from './scenarios/s6-confirms.js';
 import { loadAverage1m } from './results-log.js';
+import { runRefundScenarios } from './scenarios/s7-refunds.js';
 import { killAll, stopChildrenOnExit } from './service.js';
 import { settings } from './settings.js';
 
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
   const groups: GroupResult[] = [];
   try {
     // One group at a time, so that no group measures the load of another.
-    for (const group of [runBaselineScenarios, runCreateScenarios, runReplayScenarios, runListScenarios, runConfirmScenarios]) {
+    for (const group of [runBaselineScenarios, runCreateScenarios, runReplayScenarios, runListScenarios, runConfirmScenarios, runRefundScenarios]) {
       groups.push(await group(mongo));
     }
   } finally {

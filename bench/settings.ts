@@ -15,7 +15,7 @@ export const RUNS_LOG = path.join(ROOT, 'bench', 'results', 'bench-runs.csv');
 
 /** Every scenario, in the order of the table and the JSON results. */
 export const SCENARIO_IDS = [
-  'S0', 'S1-c16', 'S1-c64', 'S2-c16', 'S2-c64', 'S2-keyed', 'S3-w1', 'S3-w2', 'S3-w4', 'S4', 'S5-10k', 'S5-1m', 'S5-1m-deep', 'S6',
+  'S0', 'S1-c16', 'S1-c64', 'S2-c16', 'S2-c64', 'S2-keyed', 'S3-w1', 'S3-w2', 'S3-w4', 'S4', 'S5-10k', 'S5-1m', 'S5-1m-deep', 'S6', 'S7',
 ] as const;
 /** One of {@link SCENARIO_IDS}. */
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
@@ -36,6 +36,7 @@ export const BASELINES: Record<ScenarioId, ScenarioId | null> = {
   'S5-1m': 'S5-10k',
   'S5-1m-deep': 'S5-1m',
   S6: null,
+  S7: null,
 };
 
 /** The project the benchmark's API key is issued for, and its seeded objects belong to. */
@@ -99,6 +100,8 @@ export const settings = {
   seedBatch: envNumber('BENCH_SEED_BATCH', 5000),
   /** S6: how many intents are created, then confirmed once each. */
   s6Intents: envNumber('BENCH_S6_INTENTS', smokeDefault(500, 10)),
+  /** S7: how many intents are paid, then refunded once each. */
+  s7Refunds: envNumber('BENCH_S7_REFUNDS', smokeDefault(300, 5)),
   selected: selectedScenarios(),
 };
 

@@ -1,4 +1,4 @@
-import type { CancellationReason, FollowUp, NextAction, PaymentError, PaymentIntentStatus } from './lifecycle.js';
+import type { CancellationReason, DeclineCode, FollowUp, NextAction, PaymentError, PaymentIntentStatus } from './lifecycle.js';
 import type { MetadataPairs } from './metadata.js';
 
 /**
@@ -69,6 +69,76 @@ export interface PaymentIntentDoc extends IdempotencyFields {
    * the same insert as the object: neither exists without the other.
    */
   created_event: string;
+  /** The sum of the amounts of its succeeded refunds (absent: 0). */
+  amount_refunded?: number;
+  /**
+   * What its refunds hold: the sum of its pending and succeeded refunds (absent: 0).
+   * What remains refundable is `amount - amount_held`; see worker/refunds/ledger.ts.
+   */
+  amount_held?: number;
+  /**
+   * The refunds ledger: one entry per refund, written in the same update as the
+   * hold or release it causes, so each refund changes the amounts exactly once.
+   */
+  refunds?: RefundLedgerEntry[];
+  /** How many of `refunds` are pending: the refunds sweeper reads the intents where it is above 0. */
+  refunds_pending?: number;
+}
+
+/** One refund as its payment intent records it (worker/refunds/ledger.ts). */
+export interface RefundLedgerEntry {
+  /** The refund's id. */
+  id: string;
+  /** The mutation that made it (a keyed request's is its key's): a retried job finds it here. */
+  m: string;
+  /** Epoch ms: when `m` is an idempotency key's, the key's expiry; past it the entry answers no one. */
+  x?: number;
+  amount: number;
+  status: RefundStatus;
+  /** Unix seconds: the refund's `created`. */
+  c: number;
+  /** The refund's `reason`, so the sweeper can rebuild a refund whose document a lost job never wrote. */
+  reason: RefundReason | null;
+  /** The ids of the events its transitions recorded. */
+  ev: { created: string; settled?: string; refunded?: string };
+  /** After it succeeded: the intent's `amount_refunded` then (the `payment_intent.refunded` event shows it). */
+  ar?: number;
+  /** After it failed: why. */
+  fr?: DeclineCode;
+}
+
+export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export type RefundStatus = (typeof REFUND_STATUSES)[number];
+export const REFUND_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer'] as const;
+export type RefundReason = (typeof REFUND_REASONS)[number];
+
+/**
+ * A refund (DESIGN.md section 11). Its amount and status follow its entry in the
+ * intent's ledger, which is written first; this document is what lists and
+ * retrieves read, and the operator's side of it.
+ */
+export interface RefundDoc {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  amount: number;
+  currency: string;
+  payment_intent: string;
+  status: RefundStatus;
+  reason: RefundReason | null;
+  failure_reason: DeclineCode | null;
+  description: string | null;
+  metadata: MetadataPairs;
+  operator: string;
+  created: number;
+  /** The create's answer, byte for byte (a retried create answers it again, whatever changed since). */
+  answer: string;
+  /** Whether the operator has been asked (`refund`); after that it is only asked for the outcome. */
+  requested: boolean;
+  /** The operator's own reference of the refund, once it gave one. */
+  operator_reference: string | null;
+  /** Polls of the operator so far: numbers the next poll's job. */
+  polls: number;
 }
 
 export interface PaymentAttempt {

@@ -19,6 +19,10 @@ export const EVENT_TYPES = [
   'payment_intent.payment_failed',
   'payment_intent.canceled',
   'payment_intent.expired',
+  'payment_intent.refunded',
+  'refund.created',
+  'refund.succeeded',
+  'refund.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

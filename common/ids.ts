@@ -14,6 +14,7 @@ export const ID_PREFIXES = {
   api_key: 'key',
   request: 'req',
   attempt: 'wha',
+  refund: 're',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -17,6 +17,7 @@ import {
   type WorkerOptions,
 } from 'bullmq';
 import type { CancellationReason } from './lifecycle.js';
+import type { RefundReason } from './documents.js';
 import type { MetadataPairs } from './metadata.js';
 
 export const QUEUES = {
@@ -56,6 +57,10 @@ export const JOBS = {
   sweepIdempotency: 'idempotency.sweep.v1',
   sweepEvents: 'events.sweep.v1',
   sweepIntents: 'intents.sweep.v1',
+  createRefund: 'refund.create.v1',
+  updateRefund: 'refund.update.v1',
+  processRefund: 'refund.process.v1',
+  sweepRefunds: 'refunds.sweep.v1',
 } as const;
 
 /** The scope of every read, write and idempotency key. */
@@ -209,6 +214,42 @@ export interface ExpirePaymentIntentData extends Scope {
   expiresAt: number;
 }
 
+export interface RefundInput {
+  payment_intent: string;
+  /** Null: what remains refundable. */
+  amount: number | null;
+  reason: RefundReason | null;
+  description: string | null;
+  metadata: MetadataPairs;
+}
+
+/** `id` is the new refund's (`re_…`); `target` is its payment intent, the object whose amounts it holds. */
+export interface CreateRefundData extends MutationJobBase {
+  input: RefundInput;
+}
+
+/** Only the fields given; `metadata` is merged (a key set to "" is removed). */
+export interface RefundUpdateInput {
+  description?: string | null;
+  metadata?: MetadataPairs;
+}
+
+/** `target` is the refund. */
+export interface UpdateRefundData extends MutationJobBase {
+  input: RefundUpdateInput;
+}
+
+/**
+ * One step of a refund with its operator (worker/refunds/process.ts): ask the
+ * operator for it, or ask how it went. Ids only: the refund and its intent are read
+ * from MongoDB. `poll` numbers the step (its job id), 0 being the request.
+ */
+export interface ProcessRefundData extends Scope {
+  refund: string;
+  paymentIntent: string;
+  poll: number;
+}
+
 /** What a transition job reports: whether it changed the intent, or why not. */
 export interface TransitionJobResult {
   applied: boolean;
@@ -302,10 +343,13 @@ export interface QueueJobs {
     [JOBS.rotateWebhookSecret]: { data: RotateWebhookSecretData; result: CreateJobResult };
     [JOBS.resendWebhookEvent]: { data: ResendWebhookEventData; result: CreateJobResult };
     [JOBS.recoverWebhookEvents]: { data: RecoverWebhookEventsData; result: CreateJobResult };
+    [JOBS.createRefund]: { data: CreateRefundData; result: CreateJobResult };
+    [JOBS.updateRefund]: { data: UpdateRefundData; result: CreateJobResult };
   };
   intents: {
     [JOBS.operatorOutcome]: { data: OperatorOutcomeData; result: TransitionJobResult };
     [JOBS.expirePaymentIntent]: { data: ExpirePaymentIntentData; result: TransitionJobResult };
+    [JOBS.processRefund]: { data: ProcessRefundData; result: { status: string } };
   };
   events: {
     [JOBS.dispatchEvent]: { data: DispatchEventData; result: { deliveries: number } };
@@ -323,6 +367,7 @@ export interface QueueJobs {
     [JOBS.sweepIdempotency]: { data: Record<string, never>; result: { freed: number } };
     [JOBS.sweepEvents]: { data: Record<string, never>; result: { pending: number; requeued: number; released: number } };
     [JOBS.sweepIntents]: { data: Record<string, never>; result: { intents: number } };
+    [JOBS.sweepRefunds]: { data: Record<string, never>; result: { refunds: number; rebuilt: number } };
   };
 }
 

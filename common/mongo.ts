@@ -1,7 +1,7 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, ConfirmInputDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, ConfirmInputDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
@@ -14,6 +14,7 @@ export interface Collections {
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
   confirmInputs: Collection<ConfirmInputDoc>;
   intentMutations: Collection<MutationDoc>;
+  refunds: Collection<RefundDoc>;
 }
 
 export interface Mongo {
@@ -57,6 +58,7 @@ export function collections(db: Db): Collections {
     idempotencyKeys: db.collection<IdempotencyKeyDoc>('idempotency_keys'),
     confirmInputs: db.collection<ConfirmInputDoc>('confirm_inputs'),
     intentMutations: db.collection<MutationDoc>('intent_mutations'),
+    refunds: db.collection<RefundDoc>('refunds'),
   };
 }
 
@@ -148,6 +150,15 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     index(c.events, { project: 1, livemode: 1, type: 1, _id: -1 }, { name: 'scope_type_id' }),
     index(c.idempotencyRecords, { expires_at: 1 }, { name: 'expires_at' }),
     index(c.idempotencyKeys, { expires_at: 1 }, { name: 'expires_at' }),
+    index(c.refunds, scoped, { name: 'scope_id' }),
+    // `GET /v1/refunds?payment_intent=`: the refunds of one intent, newest first (an
+    // intent belongs to one scope; the scope is checked on the few it finds). The local
+    // stack's store scans, as for every query but a lone `_id` (docs/storage.md).
+    index(c.refunds, { payment_intent: 1, _id: -1 }, { name: 'payment_intent_id' }),
+    // The sweeper's pending refunds.
+    index(c.refunds, { status: 1, _id: 1 }, { name: 'status_id' }),
+    // The sweeper's intents with a pending refund.
+    index(c.paymentIntents, { refunds_pending: 1 }, { name: 'refunds_pending', sparse: true }),
   ];
   const existing = new Map<Collection, Promise<Set<string>>>();
   const namesOf = (collection: Collection) => {

@@ -3,7 +3,7 @@
  * leaves the service: storage-only fields never do, and secrets only where asked.
  */
 import { fromPairs } from './metadata.js';
-import type { ApiKeyDoc, PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 import { maskPhone } from './lifecycle.js';
 import type { NumberResolution, OperatorEntry } from './operator-catalog.js';
 import type { OperatorStatus } from './operator-status.js';
@@ -13,11 +13,13 @@ import type { OperatorStatus } from './operator-status.js';
  * carry `client_secret`, as the seed's field list and Stripe do. `withSecret: false`
  * is for a reader without the secret key.
  */
-export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event' | 'history'>, options: { withSecret?: boolean } = {}) {
+export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event' | 'history' | 'refunds'>, options: { withSecret?: boolean } = {}) {
   return {
     id: doc._id,
     object: 'payment_intent' as const,
     amount: doc.amount,
+    amount_received: doc.status === 'succeeded' ? doc.amount : 0,
+    amount_refunded: doc.amount_refunded ?? 0,
     currency: doc.currency,
     description: doc.description,
     status: doc.status,
@@ -34,6 +36,25 @@ export function presentPaymentIntent(doc: Omit<PaymentIntentDoc, 'created_event'
     livemode: doc.livemode,
     created: doc.created,
     expires_at: doc.expires_at,
+  };
+}
+
+/** A refund: every field is public (the operator's reference and the bookkeeping stay stored). */
+export function presentRefund(doc: Omit<RefundDoc, 'answer' | 'requested' | 'operator_reference' | 'polls'>) {
+  return {
+    id: doc._id,
+    object: 'refund' as const,
+    amount: doc.amount,
+    currency: doc.currency,
+    payment_intent: doc.payment_intent,
+    status: doc.status,
+    reason: doc.reason,
+    failure_reason: doc.failure_reason,
+    description: doc.description,
+    metadata: fromPairs(doc.metadata),
+    operator: doc.operator,
+    created: doc.created,
+    livemode: doc.livemode,
   };
 }
 

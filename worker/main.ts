@@ -40,6 +40,9 @@ import { dispatchEvent } from './processors/dispatch-event.js';
 import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { sweepIntents } from './processors/sweep-intents.js';
+import { createRefund, updateRefund, type RefundDeps } from './processors/refunds.js';
+import { sweepRefunds } from './processors/sweep-refunds.js';
+import { processRefund } from './refunds/process.js';
 import { deliverWebhook } from './webhooks/deliver.js';
 import { endpointSlots } from './webhooks/endpoint-slots.js';
 import { FirstAttempts, priorAttempts } from './webhooks/first-attempt.js';
@@ -163,6 +166,7 @@ export async function startWorker({ config, logger, mongo, redis, now, ids, stor
     atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,
     logger,
   };
+  const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl };
   const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {
     connection: redis.workers,
@@ -210,6 +214,10 @@ export async function startWorker({ config, logger, mongo, redis, now, ids, stor
           return resendWebhookEvent(endpointDeps, job);
         case JOBS.recoverWebhookEvents:
           return recoverWebhookEvents(endpointDeps, job);
+        case JOBS.createRefund:
+          return createRefund(refundDeps, job);
+        case JOBS.updateRefund:
+          return updateRefund(refundDeps, job);
         default:
           return unknownJob(job);
       }
@@ -225,6 +233,8 @@ export async function startWorker({ config, logger, mongo, redis, now, ids, stor
           return applyOperatorOutcome(lifecycleDeps, job);
         case JOBS.expirePaymentIntent:
           return expirePaymentIntent(lifecycleDeps, job);
+        case JOBS.processRefund:
+          return processRefund(refundDeps, job.data);
         default:
           return unknownJob(job);
       }
@@ -240,6 +250,8 @@ export async function startWorker({ config, logger, mongo, redis, now, ids, stor
           return sweepIdempotency({ collections, redis: redis.commands, prefix }, now());
         case JOBS.sweepIntents:
           return sweepIntents({ collections, intentsQueue }, now());
+        case JOBS.sweepRefunds:
+          return sweepRefunds({ ...refundDeps, intentsQueue }, now(), config.intentsSweepIntervalMs);
         case JOBS.sweepEvents:
           return sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs });
         default:
@@ -258,6 +270,11 @@ export async function startWorker({ config, logger, mongo, redis, now, ids, stor
       'intents-sweep',
       { every: config.intentsSweepIntervalMs },
       { name: JOBS.sweepIntents, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
+    await maintenanceQueue.upsertJobScheduler(
+      'refunds-sweep',
+      { every: config.intentsSweepIntervalMs },
+      { name: JOBS.sweepRefunds, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } },
     );
     await maintenanceQueue.upsertJobScheduler(
       'events-sweep',

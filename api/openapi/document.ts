@@ -12,6 +12,7 @@ import { eventsPart } from './events.js';
 import { operatorsPart } from './operators.js';
 import { paymentIntentsPart } from './payment-intents.js';
 import { referencePart } from './reference.js';
+import { refundsPart } from './refunds.js';
 import type { DocumentPart, Schema } from './schema.js';
 import { webhookEndpointsPart } from './webhook-endpoints.js';
 
@@ -41,6 +42,7 @@ export function buildOpenApiDocument(config: Pick<Config, 'operators' | 'default
     webhookEndpointsPart(),
     eventsPart(),
     operatorsPart({ operators: config.operators }),
+    refundsPart({ operators: config.operators }),
     referencePart(),
   ];
   const errors = errorComponents();

@@ -13,7 +13,7 @@ export function eventsPart(): DocumentPart {
       type: { type: 'string', enum: [...EVENT_TYPES] },
       created: { type: 'integer', description: 'Unix seconds.' },
       livemode: { type: 'boolean' },
-      data: closedObject({ object: { ...ref('PaymentIntent'), description: 'The object as it was when the event happened.' } }),
+      data: closedObject({ object: { oneOf: [ref('PaymentIntent'), ref('Refund')], description: 'The object as it was when the event happened: a refund for `refund.*`, else the payment intent.' } }),
     },
     { description: 'Something that happened to an object: listed here, and delivered to subscribed endpoints as this exact JSON.' },
   );

@@ -90,6 +90,8 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
       id: { type: 'string', pattern: PAYMENT_INTENT_ID },
       object: { const: 'payment_intent' },
       amount: { type: 'integer', minimum: MIN_AMOUNT, maximum: MAX_AMOUNT },
+      amount_received: { type: 'integer', minimum: 0, description: 'Its amount once `succeeded`, else 0.' },
+      amount_refunded: { type: 'integer', minimum: 0, description: 'The sum of its succeeded refunds.' },
       currency: { type: 'string', pattern: '^[a-z]{3}$' },
       description: nullable(description),
       status: {

@@ -57,7 +57,7 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
     const body = await listPage(deps.mongo.collections.paymentIntents, ctx.state.key!, query, {
       url,
       // The stored event is the largest field, and a list of intents does not show it.
-      projection: { created_event: 0, history: 0 },
+      projection: { created_event: 0, history: 0, refunds: 0 },
       present: (doc) => JSON.stringify(presentPaymentIntent(doc)),
     });
     sendJson(ctx, body);
@@ -67,7 +67,7 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
     rejectQuery(ctx.querystring);
     const doc = await findInScope(deps.mongo.collections.paymentIntents, ctx.state.key!, ctx.params.id as string, {
       kind: 'payment_intent',
-      projection: { created_event: 0, history: 0 },
+      projection: { created_event: 0, history: 0, refunds: 0 },
     });
     sendJson(ctx, JSON.stringify(presentPaymentIntent(doc)));
   });

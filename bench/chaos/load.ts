@@ -5,7 +5,9 @@
  * asks), the way a careful integration retries. Each attempt goes to the next api
  * in turn, as a load balancer without health checks would send it. After its 200, a
  * key may be sent once more, to check the replay, and the intent may be confirmed
- * (with a key of its own, retried the same way).
+ * (with a key of its own, retried the same way). With `--refunds`, a share of the
+ * confirmed intents is refunded once it succeeded (polled through the api): wholly,
+ * or in two or three parts whose last takes what remains, each keyed and retried.
  */
 import http from 'node:http';
 import { idTime } from '../../common/ids.js';
@@ -48,10 +50,25 @@ export interface KeyRecord {
   replay: { attempts: Attempt[]; answer: Answer | null; terminal: string | null } | null;
   /** The confirm of the created intent (its own key), if sent. */
   confirm: { key: string; attempts: Attempt[]; answer: Answer | null; terminal: string | null } | null;
+  /** The refunds of the intent, once it succeeded, if asked for. */
+  refunds: RefundRecord[] | null;
+}
+
+/** One refund request: its key, its amount (null: what remains), and how it was answered. */
+export interface RefundRecord {
+  key: string;
+  intent: string;
+  amount: number | null;
+  attempts: Attempt[];
+  answer: Answer | null;
+  terminal: string | null;
 }
 
 /** Every confirm pays in xof (the create's currency) with an MTN Côte d'Ivoire number the simulator approves. */
 export const CONFIRM_BODY = JSON.stringify({ operator: 'mtn_momo', phone_number: '+2250500000000' });
+/** A payment to refund pays with a number whose refunds the simulator refuses (`payer_account_blocked`) this often. */
+const REFUND_FAILS_SHARE = 0.2;
+const CONFIRM_REFUNDS_FAIL = JSON.stringify({ operator: 'mtn_momo', phone_number: '+2250500000020' });
 
 export interface LoadOptions {
   apiUrls: string[];
@@ -61,6 +78,8 @@ export interface LoadOptions {
   requestTimeoutMs: number;
   replayFraction: number;
   confirmFraction: number;
+  /** Fraction of the confirmed intents refunded once they succeeded. */
+  refundFraction: number;
   /** Epoch ms after which nothing is retried any more. */
   giveUpMs: () => number;
   random: () => number;
@@ -90,9 +109,9 @@ interface Reply {
  * of requests in flight, fetch's per-request cost made the tool itself the
  * bottleneck, and its delays were then blamed on the service.
  */
-function post(agent: http.Agent, url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Reply> {
+function post(agent: http.Agent, url: string, headers: Record<string, string>, body: string, timeoutMs: number, method = 'POST'): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } });
+    const req = http.request(url, { method, agent, headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } });
     const timer = setTimeout(() => req.destroy(new ClientTimeout(`no answer within ${timeoutMs} ms`)), timeoutMs);
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
@@ -131,6 +150,7 @@ export class Load {
       if (wait > 0) await sleep(wait);
       const record: KeyRecord = {
         key: `chaos-${this.options.runId}-${i}`,
+        // XOF: the currency MTN MoMo takes from the confirm's +225 number.
         body: JSON.stringify({ amount: 1000 + i, currency: 'xof', metadata: { chaos_key: `chaos-${this.options.runId}-${i}` } }),
         startedMs: Date.now(),
         attempts: [],
@@ -138,6 +158,7 @@ export class Load {
         terminal: null,
         replay: null,
         confirm: null,
+        refunds: null,
       };
       this.keys.push(record);
       this.track(this.drive(record));
@@ -172,9 +193,45 @@ export class Load {
   private async confirm(record: KeyRecord, intent: string): Promise<void> {
     const confirm = { key: `${record.key}-confirm`, attempts: [] as Attempt[], answer: null as Answer | null, terminal: null as string | null };
     record.confirm = confirm;
-    const done = await this.untilAnswered(confirm.key, CONFIRM_BODY, confirm.attempts, `/v1/payment_intents/${intent}/confirm`);
+    const refunding = this.options.random() < this.options.refundFraction;
+    const body = refunding && this.options.random() < REFUND_FAILS_SHARE ? CONFIRM_REFUNDS_FAIL : CONFIRM_BODY;
+    const done = await this.untilAnswered(confirm.key, body, confirm.attempts, `/v1/payment_intents/${intent}/confirm`);
     confirm.answer = done.answer;
     confirm.terminal = done.terminal;
+    if (done.answer && refunding) await this.refund(record, intent);
+  }
+
+  /** Waits for the intent to succeed, then refunds it wholly or in parts, one keyed request after another. */
+  private async refund(record: KeyRecord, intent: string): Promise<void> {
+    if (!(await this.untilSucceeded(intent))) return;
+    const amount = (JSON.parse(record.body) as { amount: number }).amount;
+    const parts = this.options.random() < 0.4 ? 1 : this.options.random() < 0.5 ? 2 : 3;
+    const amounts: Array<number | null> = [...Array.from({ length: parts - 1 }, () => Math.floor(amount / parts)), null];
+    record.refunds = [];
+    for (const [j, part] of amounts.entries()) {
+      const refund: RefundRecord = { key: `${record.key}-refund-${j}`, intent, amount: part, attempts: [], answer: null, terminal: null };
+      record.refunds.push(refund);
+      const body = JSON.stringify(part === null ? { payment_intent: intent } : { payment_intent: intent, amount: part });
+      const done = await this.untilAnswered(refund.key, body, refund.attempts, '/v1/refunds');
+      refund.answer = done.answer;
+      refund.terminal = done.terminal;
+      if (!done.answer) return;
+    }
+  }
+
+  /** Polls the intent through the apis until it succeeded (true) or ended otherwise (false). */
+  private async untilSucceeded(intent: string): Promise<boolean> {
+    while (Date.now() < this.options.giveUpMs()) {
+      const url = this.options.apiUrls[this.next++ % this.options.apiUrls.length] as string;
+      const res = await post(this.agent, `${url}/v1/payment_intents/${intent}`, { Authorization: `Bearer ${this.options.apiKey}` }, '', this.options.requestTimeoutMs, 'GET').catch(() => null);
+      if (res?.status === 200) {
+        const status = (JSON.parse(res.text) as { status: string }).status;
+        if (status === 'succeeded') return true;
+        if (status === 'canceled' || status === 'expired') return false;
+      }
+      await sleep(1000);
+    }
+    return false;
   }
 
   private async untilAnswered(

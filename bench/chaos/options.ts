@@ -25,6 +25,8 @@ export interface ChaosOptions {
   replayFraction: number;
   /** Fraction of created intents then confirmed, with a key of their own, through the simulator. */
   confirmFraction: number;
+  /** Fraction of the confirmed intents refunded (wholly or in parts) once they succeeded; 0: none. */
+  refundFraction: number;
   /** How long keys still unanswered and undelivered events are waited for after the load. */
   settleS: number;
   /** Client timeout of one request. */
@@ -65,6 +67,9 @@ Redis over; then checks what came out and prints a report (JSON in --out).
   --replays F         fraction of keys sent again after their 200 (1)
   --confirms F        fraction of created intents confirmed (keyed, test number
                       +2250500000000, each confirm retried like a create) (0.2)
+  --refunds [F]       fraction of the confirmed intents refunded once they succeeded,
+                      wholly or in 2-3 keyed parts (0; 0.5 when given without F);
+                      the endpoint then also takes the refund events
   --settle S          how long to wait for stragglers after the load (120)
   --request-timeout MS  client timeout per request (15000)
   --no-endpoint       no webhook endpoint (creates only)
@@ -98,8 +103,10 @@ function range(name: string, raw: string | undefined, fallback: [number, number]
 
 /** Parses `argv` (without node and the script); throws with a clear message on a bad flag. */
 export function parseOptions(argv: string[]): ChaosOptions | 'help' {
+  // `--refunds` alone means half of the confirmed intents.
+  const args = argv.flatMap((arg, i) => (arg === '--refunds' && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) ? [arg, '0.5'] : [arg]));
   const { values } = parseArgs({
-    args: argv,
+    args,
     strict: true,
     options: {
       duration: { type: 'string' },
@@ -113,6 +120,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
       'api-kill': { type: 'string' },
       replays: { type: 'string' },
       confirms: { type: 'string' },
+      refunds: { type: 'string' },
       settle: { type: 'string' },
       'request-timeout': { type: 'string' },
       'no-endpoint': { type: 'boolean' },
@@ -146,6 +154,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     apiKillS: range('api-kill', values['api-kill'], [8, 12]),
     replayFraction: number('replays', values.replays, 1),
     confirmFraction: number('confirms', values.confirms, 0.2),
+    refundFraction: number('refunds', values.refunds, 0),
     settleS: number('settle', values.settle, 120),
     requestTimeoutMs: number('request-timeout', values['request-timeout'], 15_000, 100),
     recoveryS: 10,
@@ -161,6 +170,8 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
   };
   if (options.replayFraction > 1) throw new Error('--replays is a fraction, 0 to 1');
   if (options.confirmFraction > 1) throw new Error('--confirms is a fraction, 0 to 1');
+  if (options.refundFraction > 1) throw new Error('--refunds is a fraction, 0 to 1');
+  if (options.refundFraction > 0 && options.confirmFraction === 0) throw new Error('--refunds needs confirmed payments: --confirms above 0');
   if (!Number.isInteger(options.apis) || !Number.isInteger(options.workers)) throw new Error('--apis and --workers are whole numbers');
   if (options.warmupS >= options.durationS) throw new Error('--warmup must be shorter than --duration');
   return options;

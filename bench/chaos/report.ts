@@ -11,7 +11,7 @@ import type { LogTally } from './fleet.js';
 import type { KeyRecord } from './load.js';
 import type { ChaosOptions } from './options.js';
 import type { RunRow } from '../results-log.js';
-import type { ConfirmFigures, EventFigures, KeyFigures, Recovery, ReplayFigures, Verdict } from './verdicts.js';
+import type { ConfirmFigures, EventFigures, KeyFigures, Recovery, RefundFigures, ReplayFigures, Verdict } from './verdicts.js';
 
 export interface ChaosReport {
   when: string;
@@ -22,6 +22,7 @@ export interface ChaosReport {
   events: EventFigures | null;
   replays: ReplayFigures;
   confirms: ConfirmFigures | null;
+  refunds: RefundFigures | null;
   throughput: { baselinePerS: number; recoveries: Recovery[]; perSecond: number[] };
   faults: InjectedFault[];
   requests: {

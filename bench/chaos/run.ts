@@ -25,7 +25,7 @@ import { VerifyingReceiver } from './receiver.js';
 import { logFigures, printReport, requestFigures, RUN_LOG_COLUMNS, runLogRow, writeReport, type ChaosReport } from './report.js';
 import { appendRunRow, gitSha } from '../results-log.js';
 import { ControlledRedis, countsSince, ferretCommandCounts, loadStack } from './servers.js';
-import { checkConfirms, checkEvents, checkKeys, checkRecovery, checkReplays, eventIdsOf, successSeries } from './verdicts.js';
+import { checkConfirms, checkEvents, checkKeys, checkRecovery, checkRefunds, checkReplays, eventIdsOf, REFUND_EVENT_TYPES, refundEvents, successSeries } from './verdicts.js';
 
 const TEMP_PREFIX = 'payments-chaos-stack-';
 const PROJECT = 'chaos';
@@ -149,7 +149,8 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   const apiUrl = fleet.apiUrls[0] as string;
   const key = (await post(`${apiUrl}/admin/v1/api_keys`, adminToken, { project: PROJECT, livemode: false })).secret as string;
   if (options.endpoint) {
-    const endpoint = await post(`${apiUrl}/v1/webhook_endpoints`, key, { url: receiver.url, enabled_events: ['payment_intent.created'] }, { 'Idempotency-Key': `endpoint-${runId}` });
+    const types = ['payment_intent.created', ...(options.refundFraction > 0 ? REFUND_EVENT_TYPES : [])];
+    const endpoint = await post(`${apiUrl}/v1/webhook_endpoints`, key, { url: receiver.url, enabled_events: types }, { 'Idempotency-Key': `endpoint-${runId}` });
     receiver.secret = endpoint.secret as string;
   }
 
@@ -176,6 +177,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     requestTimeoutMs: options.requestTimeoutMs,
     replayFraction: options.replayFraction,
     confirmFraction: options.confirmFraction,
+    refundFraction: options.refundFraction,
     giveUpMs: () => giveUpMs,
     random: Math.random,
     runId,
@@ -227,6 +229,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
       }
     }
     if (options.confirmFraction > 0) await waitForConfirmedIntents(mongoUrl, dbName, load.keys, giveUpMs);
+    if (options.refundFraction > 0) await waitForRefunds(mongoUrl, dbName, load.keys, receiver, options.endpoint, giveUpMs);
   } finally {
     clearInterval(ticker);
   }
@@ -249,13 +252,16 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     const events = options.endpoint ? checkEvents(load.keys, receiver, { left: outboxLeft, emptyAfterS: outboxEmptyAfterS }) : null;
     const replays = checkReplays(load.keys);
     const confirms = options.confirmFraction > 0 ? await checkConfirms(db, load.keys) : null;
+    const refunds = options.refundFraction > 0 ? await checkRefunds(db, load.keys, receiver) : null;
+    // Without an endpoint, nothing is delivered: the delivery verdict does not apply.
+    const refundVerdicts = (refunds?.verdicts ?? []).filter((v) => options.endpoint || !v.name.includes('delivered'));
     const recovery = checkRecovery(load.keys, faults, {
       startMs,
       warmupS: options.warmupS,
       recoveryS: options.recoveryS,
       share: options.recoveryShare,
     });
-    const verdicts = [keys.verdict, ...(events ? [events.verdict] : []), replays.verdict, ...(confirms ? [confirms.verdict] : []), recovery.verdict];
+    const verdicts = [keys.verdict, ...(events ? [events.verdict] : []), replays.verdict, ...(confirms ? [confirms.verdict] : []), ...refundVerdicts, recovery.verdict];
     const { out: _out, runLog: _runLog, ...shape } = options;
     report = {
       when: new Date(startMs).toISOString(),
@@ -266,6 +272,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
       events: events?.figures ?? null,
       replays: replays.figures,
       confirms: confirms?.figures ?? null,
+      refunds: refunds?.figures ?? null,
       throughput: {
         baselinePerS: Math.round(recovery.baselinePerS * 10) / 10,
         recoveries: recovery.recoveries,
@@ -358,3 +365,29 @@ async function waitForConfirmedIntents(mongoUrl: string, dbName: string, keys: L
   }
 }
 
+
+/**
+ * Waits until no refund of the run is pending, and (with the endpoint) every refund
+ * event has been received: a refund's operator step is a delayed job, and one that a
+ * Redis rollback lost comes back only with the refunds' sweeper (INTENTS_SWEEP_INTERVAL_MS).
+ */
+async function waitForRefunds(mongoUrl: string, dbName: string, keys: Load['keys'], receiver: VerifyingReceiver, endpoint: boolean, giveUpMs: number): Promise<void> {
+  const intents = keys.flatMap((k) => (k.refunds?.length ? [k.refunds[0]!.intent] : []));
+  if (intents.length === 0) return;
+  const client = new MongoClient(mongoUrl);
+  const startedMs = Date.now();
+  let pending = -1;
+  let undelivered = -1;
+  try {
+    const db = client.db(dbName);
+    while (Date.now() < giveUpMs) {
+      pending = await db.collection('refunds').countDocuments({ payment_intent: { $in: intents }, status: 'pending' }).catch(() => pending);
+      undelivered = endpoint ? (await refundEvents(db, keys).catch(() => [])).filter((e) => !receiver.verified.has(e._id)).length : 0;
+      if (pending === 0 && undelivered === 0) break;
+      await sleep(2000);
+    }
+    progress(`refunds: ${pending} pending, ${undelivered} events undelivered after ${Math.round((Date.now() - startedMs) / 1000)} s more`);
+  } finally {
+    await client.close();
+  }
+}

@@ -11,7 +11,7 @@
  */
 import type { Db } from 'mongodb';
 import { createdEventId } from '../../common/events.js';
-import type { PaymentIntentDoc } from '../../common/documents.js';
+import type { EventDoc, PaymentIntentDoc, RefundDoc } from '../../common/documents.js';
 import type { InjectedFault } from './faults.js';
 import { idTime } from '../../common/ids.js';
 import { madeBefore, type Attempt, type KeyRecord } from './load.js';
@@ -308,4 +308,103 @@ export async function checkConfirms(db: Db, keys: KeyRecord[]): Promise<{ verdic
     `${Object.keys(figures.notSucceeded).length ? ` (others: ${JSON.stringify(figures.notSucceeded)})` : ''}; ` +
     `${figures.doubleSucceeded} with two succeeded events, ${figures.duplicateEvents} with a transition recorded twice`;
   return { verdict: { name: 'every confirm 200, each intent succeeded exactly once', pass, detail }, figures };
+}
+
+export interface RefundFigures {
+  /** Intents refunded (at least one refund asked). */
+  intents: number;
+  requests: number;
+  answered200: number;
+  terminal: Record<string, number>;
+  /** Refunds stored, by status. */
+  byStatus: Record<string, number>;
+  /** Refunds with other than one `refund.created` and one `refund.succeeded` or `refund.failed`. */
+  notExactlyOnce: number;
+  /** `payment_intent.refunded` events recorded, against the succeeded refunds: one each. */
+  intentRefundedEvents: number;
+  /** Intents whose `amount_refunded` or held amount exceeds their amount. */
+  overRefunded: number;
+  /** Intents whose `amount_refunded` is not the sum of their succeeded refunds. */
+  mismatched: number;
+  eventsExpected: number;
+  eventsDelivered: number;
+}
+
+export const REFUND_EVENT_TYPES = ['refund.created', 'refund.succeeded', 'refund.failed', 'payment_intent.refunded'];
+
+/** The stored events of the refunded intents and their refunds. */
+export async function refundEvents(db: Db, keys: KeyRecord[]): Promise<Array<Pick<EventDoc, '_id' | 'type' | 'object_id'>>> {
+  const intents = keys.flatMap((k) => (k.refunds?.length ? [k.refunds[0]!.intent] : []));
+  if (intents.length === 0) return [];
+  const refunds = await db.collection<RefundDoc>('refunds').find({ payment_intent: { $in: intents } }, { projection: { _id: 1 } }).toArray();
+  return db
+    .collection<EventDoc>('events')
+    .find({ object_id: { $in: [...intents, ...refunds.map((r) => r._id)] }, type: { $in: REFUND_EVENT_TYPES } }, { projection: { _id: 1, type: 1, object_id: 1 } })
+    .toArray();
+}
+
+/**
+ * Refunds under faults (issue 27): every refund request answered 200; every refund
+ * ended `succeeded` or `failed`, with exactly one `refund.created` and one ending
+ * event; no intent refunded (or held) past its amount; `amount_refunded` the sum of
+ * its succeeded refunds; every refund event delivered, signed.
+ */
+export async function checkRefunds(db: Db, keys: KeyRecord[], receiver: VerifyingReceiver): Promise<{ verdicts: Verdict[]; figures: RefundFigures }> {
+  const asked = keys.filter((k) => k.refunds?.length);
+  const intents = asked.map((k) => k.refunds![0]!.intent);
+  const figures: RefundFigures = {
+    intents: asked.length, requests: 0, answered200: 0, terminal: {}, byStatus: {}, notExactlyOnce: 0, intentRefundedEvents: 0, overRefunded: 0, mismatched: 0, eventsExpected: 0, eventsDelivered: 0,
+  };
+  for (const refund of asked.flatMap((k) => k.refunds!)) {
+    figures.requests++;
+    if (refund.answer) figures.answered200++;
+    if (refund.terminal) figures.terminal[refund.terminal] = (figures.terminal[refund.terminal] ?? 0) + 1;
+  }
+  const refunds = await db.collection<RefundDoc>('refunds').find({ payment_intent: { $in: intents } }).toArray();
+  for (const r of refunds) figures.byStatus[r.status] = (figures.byStatus[r.status] ?? 0) + 1;
+  const events = await refundEvents(db, keys);
+  const count = new Map<string, { created: number; ended: number }>();
+  figures.intentRefundedEvents = events.filter((e) => e.type === 'payment_intent.refunded').length;
+  for (const e of events) {
+    if (!e.type.startsWith('refund.')) continue;
+    const c = count.get(e.object_id) ?? { created: 0, ended: 0 };
+    if (e.type === 'refund.created') c.created++;
+    else c.ended++;
+    count.set(e.object_id, c);
+  }
+  for (const r of refunds) {
+    const c = count.get(r._id);
+    if (!c || c.created !== 1 || c.ended !== 1 || r.status === 'pending') figures.notExactlyOnce++;
+  }
+  const docs = await db.collection<PaymentIntentDoc>('payment_intents').find({ _id: { $in: intents } }, { projection: { _id: 1, amount: 1, amount_refunded: 1, amount_held: 1 } }).toArray();
+  for (const doc of docs) {
+    const succeeded = refunds.filter((r) => r.payment_intent === doc._id && r.status === 'succeeded').reduce((sum, r) => sum + r.amount, 0);
+    if ((doc.amount_refunded ?? 0) > doc.amount || (doc.amount_held ?? 0) > doc.amount) figures.overRefunded++;
+    if ((doc.amount_refunded ?? 0) !== succeeded) figures.mismatched++;
+  }
+  figures.eventsExpected = events.length;
+  figures.eventsDelivered = events.filter((e) => receiver.verified.has(e._id)).length;
+  const unanswered = figures.requests - figures.answered200;
+  return {
+    figures,
+    verdicts: [
+      {
+        name: 'every refund 200, ended succeeded or failed exactly once',
+        pass: unanswered === 0 && figures.notExactlyOnce === 0 && refunds.length > 0 === figures.requests > 0 && figures.intentRefundedEvents === (figures.byStatus.succeeded ?? 0),
+        detail:
+          `${figures.answered200}/${figures.requests} refund requests of ${figures.intents} intents answered 200; ${refunds.length} refunds ${JSON.stringify(figures.byStatus)}; ` +
+          `${figures.notExactlyOnce} not ended exactly once; ${figures.intentRefundedEvents} payment_intent.refunded events`,
+      },
+      {
+        name: 'no intent refunded past its amount, amount_refunded = its succeeded refunds',
+        pass: figures.overRefunded === 0 && figures.mismatched === 0 && docs.length === intents.length,
+        detail: `${docs.length} intents: ${figures.overRefunded} refunded or held past their amount, ${figures.mismatched} whose amount_refunded is not their succeeded refunds' sum`,
+      },
+      {
+        name: 'every refund event delivered, signed',
+        pass: figures.eventsDelivered === figures.eventsExpected,
+        detail: `${figures.eventsDelivered}/${figures.eventsExpected} refund events (${REFUND_EVENT_TYPES.join(', ')}) received correctly signed`,
+      },
+    ],
+  };
 }

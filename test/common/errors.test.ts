@@ -26,6 +26,8 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
     'webhook_redelivery_limit', 'payment_attempt_limit',
     // Section 10.
     'currency_not_supported',
+    // Section 11.
+    'charge_already_refunded', 'refund_not_supported',
   ]],
   [400, 'idempotency_error', ['idempotency_key_reused']],
   [401, 'invalid_request_error', ['api_key_missing', 'api_key_invalid']],

@@ -49,7 +49,7 @@ test('creates a payment intent with every field defaulted as the contract says',
   const pi = res.body;
   t.regex(pi.id, /^pi_[0-9A-Za-z]{26}$/);
   t.deepEqual(Object.keys(pi), [
-    'id', 'object', 'amount', 'currency', 'description', 'status', 'client_secret', 'automatic_operator',
+    'id', 'object', 'amount', 'amount_received', 'amount_refunded', 'currency', 'description', 'status', 'client_secret', 'automatic_operator',
     'allowed_operators', 'selected_operator', 'next_action', 'last_payment_error', 'payment_details', 'canceled_at',
     'cancellation_reason', 'metadata', 'livemode', 'created', 'expires_at',
   ]);

@@ -11,11 +11,13 @@ import Stripe from 'stripe';
 import { QUEUES } from '../../common/jobs.js';
 import { checkAgainstOpenApi } from '../helpers/openapi-check.js';
 import { Service, until } from '../helpers/service.js';
+import { paidIntent } from '../helpers/refunds.js';
 
 let service: Service;
 
 test.before(async () => {
-  service = await Service.start({ workers: 1 });
+  // The simulator's delays shortened, so that refunds have succeeded payments to refund.
+  service = await Service.start({ workers: 1, env: { SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100' } });
 });
 
 test.after.always(async () => {
@@ -272,4 +274,36 @@ test('maxNetworkRetries against a 409: the SDK retries while the key is in fligh
   t.true(attempts >= 2, `${attempts} attempts`);
   noViolations(t, once);
   noViolations(t, retrying);
+});
+
+test('refunds.create, retrieve, and list with auto-pagination (and its payment_intent filter)', async (t) => {
+  const key = await service.issueKey('sdk-refunds');
+  const c = client(service, key);
+  const pi = await paidIntent(service, key, { amount: 5000 });
+  const other = await paidIntent(service, key, { amount: 700, n: 1 });
+  const made: string[] = [];
+  for (const amount of [1000, 500, 250, 100, 50]) {
+    const refund = await c.stripe.refunds.create({ payment_intent: pi.id, amount, reason: 'requested_by_customer', metadata: { n: String(amount) } }, { idempotencyKey: `sdk-refund-${amount}` });
+    t.like(refund, { object: 'refund', amount, currency: 'xof', payment_intent: pi.id, status: 'pending', reason: 'requested_by_customer' });
+    made.push(refund.id);
+  }
+  const whole = await c.stripe.refunds.create({ payment_intent: other.id });
+  t.is(whole.amount, 700);
+  const replay = await c.stripe.refunds.create({ payment_intent: pi.id, amount: 1000, reason: 'requested_by_customer', metadata: { n: '1000' } }, { idempotencyKey: 'sdk-refund-1000' });
+  t.is(replay.id, made[0]);
+
+  const got = await c.stripe.refunds.retrieve(made[1] as string);
+  t.like(got, { id: made[1], amount: 500 });
+  t.deepEqual(got.metadata, { n: '500' });
+
+  const all = await c.stripe.refunds.list({ limit: 2 }).autoPagingToArray({ limit: 100 });
+  t.deepEqual(all.map((r) => r.id), [whole.id, ...[...made].reverse()]);
+  const ofPi = await c.stripe.refunds.list({ payment_intent: pi.id, limit: 2 }).autoPagingToArray({ limit: 100 });
+  t.deepEqual(ofPi.map((r) => r.id), [...made].reverse());
+
+  const tooLarge = await c.stripe.refunds.create({ payment_intent: pi.id, amount: 4000 }).catch((err: unknown) => err);
+  t.true(tooLarge instanceof Stripe.errors.StripeInvalidRequestError);
+  t.like(tooLarge as Stripe.errors.StripeInvalidRequestError, { code: 'amount_too_large', param: 'amount', statusCode: 400 });
+  await until('the refunds to succeed', async () => ((await c.stripe.refunds.retrieve(made[0] as string)).status === 'succeeded' ? true : undefined));
+  noViolations(t, c);
 });

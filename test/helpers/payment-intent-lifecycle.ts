@@ -16,6 +16,8 @@ export interface Intent {
   id: string;
   object: 'payment_intent';
   amount: number;
+  amount_received: number;
+  amount_refunded: number;
   currency: string;
   description: string | null;
   status: string;

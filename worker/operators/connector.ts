@@ -21,6 +21,12 @@
  * 3. `outcome` maps the operator's own result to this service's: success, or one of
  *    the normalised decline codes (common/lifecycle.ts, DECLINE_CODES).
  *
+ * Refunds (DESIGN.md section 11) go through the same connector: the worker calls
+ * `refund` once the refund holds its amount (idempotent on `refundId`: a retried job
+ * calls it again), and `refundOutcome` until the answer is final. A refund is only
+ * asked of an operator whose catalog entry supports it (common/refund-support.ts).
+ * Test mode's implementation is the simulator (./simulator.ts).
+ *
  * Register a connector in `liveConnectors()` below, keyed by operator name, and
  * make `liveOperatorConfigured` (common/operator-status.ts) answer true for the same
  * operators, so that `GET /v1/operators` reports them. What each operator takes
@@ -41,11 +47,22 @@ export interface PaymentAttemptRequest {
 
 export type OperatorResult = { kind: 'succeeded' } | { kind: 'declined'; code: DeclineCode } | { kind: 'pending' };
 
+export interface RefundRequest { refundId: string; paymentIntent: string; attemptId: string; paymentReference: string | null; amount: number; currency: string; phoneNumber: string | null; callbackUrl: string; reason: string | null; }
+export type RefundResult = { kind: 'succeeded'; operatorReference?: string } | { kind: 'failed'; code: DeclineCode; operatorCode?: string } | { kind: 'pending'; operatorReference?: string };
+
 export interface OperatorConnector {
   /** Asks the operator for the payment (a push to the payer's phone, a checkout session, an OTP check). */
   requestPayment(request: PaymentAttemptRequest): Promise<void>;
   /** The operator's current answer about an attempt (for polling, and for the `settle` step). */
   outcome(attemptId: string): Promise<OperatorResult>;
+  /**
+   * Asks the operator to give `amount` of the payment back. Idempotent on `refundId`
+   * (the operator-side reference): a retried job asks again. Throws on an
+   * infrastructure fault (timeout, 5xx), which is retried, never a failure.
+   */
+  refund(request: RefundRequest): Promise<RefundResult>;
+  /** The operator's current answer about a refund asked for with `refund`. */
+  refundOutcome(refundId: string, operatorReference?: string): Promise<RefundResult>;
 }
 
 export type OperatorConnectors = ReadonlyMap<string, OperatorConnector>;

@@ -1,0 +1,146 @@
+/**
+ * The refunds' ledger on the payment intent: where the guarantee "concurrent refunds
+ * of one intent never hold more than its amount together, across worker processes
+ * and crashes" is kept.
+ *
+ * The intent's own document carries `amount_held` (pending and succeeded refunds),
+ * `amount_refunded` (succeeded ones) and one ledger entry per refund. A hold, and the
+ * end of a refund, is one update of that document by `_id`, which writes the amounts
+ * and the entry together: there is no second document to get out of step, and a
+ * retried job finds its entry (by the mutation's id, or the refund's) and changes
+ * nothing twice. Why this shape, rather than a hold record per refund and a sum:
+ *
+ * - With atomic conditional updates (`atomicConditionalUpdates`,
+ *   common/store-profile.ts), the update's filter names the intent's `rev` as it was
+ *   read, and sets `rev + 1`; a racing hold that read the same `rev` matches nothing,
+ *   reads again and decides again against the new `amount_held`. The check and the
+ *   write are one atomic step of the server.
+ * - On every profile, the read, the decision and the update are also made under the
+ *   intent's Redis lock (../record-lock.ts), the same one the lifecycle's transitions
+ *   take, renewed right before the update. On a store without atomic conditional
+ *   updates (docs/storage.md) the lock is the guard and the update names `_id` alone.
+ *   A worker killed while holding the lock leaves it to expire (10 s); one that
+ *   stalled past it finds the lock gone before writing and starts over.
+ * - The hot path stays one read and one write by `_id`: no scan of the refunds to sum
+ *   them.
+ *
+ * The ledger entry is written before the refund's document (./record.ts): a job lost
+ * between the two leaves an entry that the sweeper (processors/sweep-refunds.ts)
+ * completes, never an amount held by nothing.
+ */
+import type { Filter } from 'mongodb';
+import type { PaymentIntentDoc, RefundLedgerEntry, RefundReason } from '../../common/documents.js';
+import type { ErrorDetail } from '../../common/errors.js';
+import type { Scope } from '../../common/jobs.js';
+import { findByIdInScope } from '../../common/mongo.js';
+import { retryInfrastructure } from '../../common/retry.js';
+import { intentLockKey, RecordLock } from '../record-lock.js';
+import type { TransitionDeps } from '../lifecycle/transition.js';
+import { decideHold, decideSettle, type RefundOutcome } from './decide.js';
+
+const UPDATE_RETRY = { tries: 6, baseMs: 100, capMs: 2000 };
+const MAX_RACES = 8;
+const READ = { projection: { created_event: 0, history: 0 } } as const;
+
+export type LedgerDeps = Pick<TransitionDeps, 'collections' | 'redis' | 'prefix' | 'writes' | 'atomicConditionalUpdates' | 'ids' | 'now'>;
+
+type Plan<T> = { write: false; value: T } | { write: true; set: Partial<PaymentIntentDoc>; value: (after: PaymentIntentDoc) => T };
+
+/** Reads the intent, plans, and writes the plan conditionally on the `rev` read, under the intent's lock. */
+async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (doc: PaymentIntentDoc) => Plan<T>): Promise<T | null> {
+  const c = deps.collections.paymentIntents;
+  const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, target));
+  await lock.acquire();
+  try {
+    for (let race = 0; race < MAX_RACES; race++) {
+      const doc = (await findByIdInScope(c, target, scope, READ)) as PaymentIntentDoc | null;
+      if (!doc) return null;
+      const planned = plan(doc);
+      if (!planned.write) return planned.value;
+      const rev = doc.rev ?? 0;
+      const filter = { _id: doc._id, rev: doc.rev === undefined ? { $exists: false } : rev } as unknown as Filter<PaymentIntentDoc>;
+      const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
+      const updated = await deps.writes.run(async () => {
+        if (!(await lock.renew())) return null;
+        return retryInfrastructure(() => c.updateOne(where, { $set: { ...planned.set, rev: rev + 1 } }), UPDATE_RETRY);
+      });
+      if (updated === null) {
+        await lock.acquire();
+        continue;
+      }
+      if (updated.matchedCount === 0) continue;
+      return planned.value({ ...doc, ...planned.set, rev: rev + 1 });
+    }
+    throw new Error(`payment intent ${target}: its refunds still changing after ${MAX_RACES} tries`);
+  } finally {
+    await lock.release();
+  }
+}
+
+export interface HoldRequest {
+  target: string;
+  scope: Scope;
+  /** The mutation's id (workers/processors/mutation.ts `mutationId`) and its key's expiry. */
+  m: string;
+  x?: number;
+  refundId: string;
+  created: number;
+  amount: number | null;
+  reason: RefundReason | null;
+  liveOperators: ReadonlySet<string>;
+}
+
+export type HoldResult =
+  | { kind: 'missing' }
+  | { kind: 'refused'; detail: ErrorDetail }
+  /** `again`: the entry was there already (a retried job, or another job of the key). */
+  | { kind: 'held'; doc: PaymentIntentDoc; entry: RefundLedgerEntry; again: boolean };
+
+/** Holds the refund's amount on its intent, once per mutation. */
+export async function holdRefund(deps: LedgerDeps, request: HoldRequest): Promise<HoldResult> {
+  const nowMs = deps.now();
+  const result = await change<HoldResult>(deps, request.target, request.scope, (doc) => {
+    const ledger = doc.refunds ?? [];
+    const done = ledger.find((e) => e.m === request.m && (e.x === undefined || e.x > nowMs));
+    if (done) return { write: false, value: { kind: 'held', doc, entry: done, again: true } };
+    const decision = decideHold(doc, request.amount, request.liveOperators);
+    if (decision.kind === 'refuse') return { write: false, value: { kind: 'refused', detail: decision.detail } };
+    const entry: RefundLedgerEntry = {
+      id: request.refundId,
+      m: request.m,
+      ...(request.x !== undefined ? { x: request.x } : {}),
+      amount: decision.amount,
+      status: 'pending',
+      c: request.created,
+      reason: request.reason,
+      ev: { created: deps.ids.next('event') },
+    };
+    return {
+      write: true,
+      set: { amount_held: (doc.amount_held ?? 0) + decision.amount, refunds_pending: (doc.refunds_pending ?? 0) + 1, refunds: [...ledger, entry] },
+      value: (after) => ({ kind: 'held', doc: after, entry, again: false }),
+    };
+  });
+  return result ?? { kind: 'missing' };
+}
+
+/** Ends a pending refund on its intent, once; answers the intent and the entry as they are after (or were already). */
+export async function settleRefund(
+  deps: LedgerDeps,
+  target: string,
+  scope: Scope,
+  refundId: string,
+  outcome: RefundOutcome,
+): Promise<{ doc: PaymentIntentDoc; entry: RefundLedgerEntry } | null> {
+  return change(deps, target, scope, (doc) => {
+    const entryOf = (d: PaymentIntentDoc) => (d.refunds ?? []).find((e) => e.id === refundId) ?? null;
+    // The succeeded event is made before the intent's: listed in that order.
+    const events = { settled: deps.ids.next('event'), refunded: deps.ids.next('event') };
+    const set = decideSettle(doc, refundId, outcome, events);
+    if (set === null) {
+      const entry = entryOf(doc);
+      return { write: false, value: entry ? { doc, entry } : null };
+    }
+    return { write: true, set, value: (after) => ({ doc: after, entry: entryOf(after) as RefundLedgerEntry }) };
+  });
+}

@@ -1,0 +1,113 @@
+/**
+ * The refund's own document and its events, written after its ledger entry
+ * (./ledger.ts) and following it: every step here is idempotent, so a retried job,
+ * or the sweeper, runs it again to the same end.
+ *
+ * - The document is inserted with the refund's id; a second insert is a duplicate
+ *   and reads the first one, whose `answer` (the create's response) stays what the
+ *   first request got.
+ * - Its status is set from the entry once the entry has ended, under the refund's
+ *   lock (a store without atomic conditional updates replaces the whole document it
+ *   updates, docs/storage.md, and a metadata update may run at the same time).
+ * - Each event's id is in the entry, chosen with the change that caused it; its
+ *   document is inserted once, and a second recording delivers the stored JSON.
+ */
+import type { PaymentIntentDoc, RefundDoc, RefundLedgerEntry } from '../../common/documents.js';
+import { idTime } from '../../common/ids.js';
+import type { RefundInput, Scope } from '../../common/jobs.js';
+import { isDuplicateKey } from '../../common/mongo.js';
+import { buildEventJson, presentPaymentIntent, presentRefund } from '../../common/presenters.js';
+import { objectLockKey, withRecordLock } from '../record-lock.js';
+import { dispatchEventOnce } from '../webhooks/outbox.js';
+import { scopeMayWant } from '../webhooks/subscriptions.js';
+import type { TransitionDeps } from '../lifecycle/transition.js';
+
+export type RecordDeps = Pick<TransitionDeps, 'collections' | 'inserts' | 'redis' | 'prefix' | 'eventsQueue' | 'fanOut'>;
+
+export function refundLockKey(prefix: string, refundId: string): string {
+  return objectLockKey(prefix, 'refunds', refundId);
+}
+
+/** The refund's document (inserted now, or as an earlier run left it). `input` null: rebuilt by the sweeper. */
+export async function ensureRefundDoc(deps: RecordDeps, intent: PaymentIntentDoc, entry: RefundLedgerEntry, input: Pick<RefundInput, 'description' | 'metadata'> | null): Promise<RefundDoc> {
+  const base: Omit<RefundDoc, 'answer'> = {
+    _id: entry.id,
+    project: intent.project,
+    livemode: intent.livemode,
+    amount: entry.amount,
+    currency: intent.currency,
+    payment_intent: intent._id,
+    status: 'pending',
+    reason: entry.reason,
+    failure_reason: null,
+    description: input?.description ?? null,
+    metadata: input?.metadata ?? [],
+    operator: intent.payment?.operator ?? 'unknown',
+    created: entry.c,
+    requested: false,
+    operator_reference: null,
+    polls: 0,
+  };
+  const doc: RefundDoc = { ...base, answer: JSON.stringify(presentRefund(base)) };
+  try {
+    await deps.inserts.insert(deps.collections.refunds, doc);
+    return doc;
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+  }
+  const stored = await deps.collections.refunds.findOne({ _id: entry.id });
+  if (!stored) throw new Error(`refund ${entry.id}: duplicate key, yet no document`);
+  return stored;
+}
+
+/** Records an event (once) and hands it to delivery. */
+async function recordEvent(deps: RecordDeps, scope: Scope, event: { id: string; type: string; objectId: string; object: () => unknown }): Promise<void> {
+  const hooked = scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, event.type);
+  hooked.catch(() => undefined); // awaited below
+  let json = buildEventJson({ id: event.id, type: event.type, created: Math.floor(idTime(event.id) / 1000), livemode: scope.livemode, object: event.object() });
+  try {
+    await deps.inserts.insert(deps.collections.events, { _id: event.id, ...scope, type: event.type, object_id: event.objectId, json, created_ms: idTime(event.id) });
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+    json = (await deps.collections.events.findOne({ _id: event.id }, { projection: { json: 1 } }))?.json ?? json;
+  }
+  if (await hooked) await dispatchEventOnce(deps, { id: event.id, ...scope, type: event.type, json });
+}
+
+export function recordCreated(deps: RecordDeps, refund: RefundDoc, entry: RefundLedgerEntry): Promise<void> {
+  const scope = { project: refund.project, livemode: refund.livemode };
+  return recordEvent(deps, scope, { id: entry.ev.created, type: 'refund.created', objectId: refund._id, object: () => JSON.parse(refund.answer) as unknown });
+}
+
+/**
+ * After the entry ended: the document takes its status, then the events are recorded:
+ * `refund.succeeded` and `payment_intent.refunded` (the intent with the
+ * `amount_refunded` this refund gave it), or `refund.failed`.
+ */
+export async function finishSettled(deps: RecordDeps, intent: PaymentIntentDoc, entry: RefundLedgerEntry, operatorReference?: string): Promise<RefundDoc | null> {
+  if (entry.status === 'pending' || !entry.ev.settled) return null;
+  const status = entry.status;
+  const failure = status === 'failed' ? (entry.fr ?? 'generic_decline') : null;
+  const refund = await withRecordLock(deps.redis, refundLockKey(deps.prefix, entry.id), async () => {
+    const doc = await deps.collections.refunds.findOne({ _id: entry.id });
+    if (!doc) return null;
+    if (doc.status !== status || (operatorReference !== undefined && doc.operator_reference !== operatorReference)) {
+      const set = { status, failure_reason: failure, ...(operatorReference !== undefined ? { operator_reference: operatorReference } : {}) };
+      await deps.collections.refunds.updateOne({ _id: entry.id }, { $set: set });
+      return { ...doc, ...set };
+    }
+    return doc;
+  });
+  if (!refund) return null;
+  const scope = { project: refund.project, livemode: refund.livemode };
+  await recordEvent(deps, scope, { id: entry.ev.settled, type: status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', objectId: refund._id, object: () => presentRefund(refund) });
+  if (status === 'succeeded' && entry.ev.refunded) {
+    await recordEvent(deps, scope, {
+      id: entry.ev.refunded,
+      type: 'payment_intent.refunded',
+      objectId: intent._id,
+      object: () => presentPaymentIntent({ ...intent, amount_refunded: entry.ar ?? intent.amount_refunded ?? 0 }),
+    });
+  }
+  return refund;
+}
