@@ -6,6 +6,24 @@ import {
   MongoTopologyClosedError,
 } from 'mongodb';
 
+/**
+ * A live operator's API could not give an answer: it answered 5xx, timed out, or
+ * could not be reached. Never a decline: the job that asked retries with backoff,
+ * and the attempt reference it reuses keeps the payer from being asked twice. The
+ * message names the operator and what failed, never a credential or a phone number.
+ */
+export class OperatorUnavailableError extends Error {
+  constructor(
+    readonly operator: string,
+    readonly reason: 'timeout' | 'network' | 'status' | 'in_flight',
+    detail: string,
+    readonly status?: number,
+  ) {
+    super(`${operator}: ${detail}`);
+    this.name = 'OperatorUnavailableError';
+  }
+}
+
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTCONN']);
 
 /**
@@ -16,9 +34,9 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT
 const LOCKED = /SQLITE_BUSY|SQLITE_LOCKED|database is locked/;
 
 /**
- * True for a lost or unreachable Redis or MongoDB, or a database too busy to take a
- * write: the api answers 503 with `Retry-After`, and a job retries with jittered
- * backoff. Such a fault is never a request's result.
+ * True for a lost or unreachable Redis or MongoDB, a database too busy to take a
+ * write, or a live operator that gave no answer (`OperatorUnavailableError`): the
+ * api answers 503 with `Retry-After`, and a job retries with jittered backoff. Such a fault is never a request's result.
  */
 export function isInfrastructureError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
@@ -30,6 +48,7 @@ export function isInfrastructureError(err: unknown): boolean {
   ) {
     return true;
   }
+  if (err instanceof OperatorUnavailableError) return true;
   if (err instanceof MongoServerError && LOCKED.test(err.message)) return true;
   if (err.name === 'MaxRetriesPerRequestError') return true;
   const code = (err as NodeJS.ErrnoException).code;

@@ -16,7 +16,6 @@ import { InsertBatcher } from './group-commit.js';
 import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
-import { liveConnectors } from './operators/connector.js';
 import { through, WriteGate } from './lifecycle/write-gate.js';
 import {
   deleteWebhookEndpoint,
@@ -143,7 +142,10 @@ export async function startWorker({ config, logger, mongo, redis, now, ids }: Wo
     intentsQueue,
     ids,
     simulator: config.simulator,
-    connectors: liveConnectors(),
+    // No live connector is registered until the lifecycle decides live intents from
+    // their answers alone (security review M3; issue 28's wiring, docs/payments.md
+    // "Live operators"): registering one today would let the simulator decide them.
+    connectors: new Map(),
     // At most one transition update holds one of the slots: the inserts keep the other.
     writes: through(new WriteGate(1), writes),
     keyOnlyUpdates: () => servedByFerretDB(mongo.db),

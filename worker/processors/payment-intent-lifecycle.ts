@@ -18,7 +18,7 @@ import type {
 import type { Logger } from '../../common/logger.js';
 import { decideCancel, decideConfirm, decideExpiry, decideOutcome, decideUpdate, type DecideContext, type Decision } from '../lifecycle/decide.js';
 import { transition, type Mutation, type TransitionDeps, type TransitionResult } from '../lifecycle/transition.js';
-import type { OperatorConnectors } from '../operators/connector.js';
+import { operatorCallbackUrl, type OperatorConnectors } from '../operators/connector.js';
 import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import type { SimulatorConfig } from '../../common/config.js';
@@ -95,6 +95,7 @@ export function confirmPaymentIntent(deps: LifecycleDeps, job: Job<ConfirmPaymen
       currency: result.doc.currency,
       phoneNumber: payment.phone_number,
       returnUrl: payment.return_url,
+      callbackUrl: operatorCallbackUrl(job.data.baseUrl, payment.operator, 'callback'),
     });
   });
 }
