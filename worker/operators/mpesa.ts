@@ -50,16 +50,16 @@
  * Callbacks: Daraja's callbacks are unsigned. Each URL we give carries the attempt
  * (or refund) id and a token, HMAC-SHA256 of that id under the consumer secret, so a
  * callback without the right token is ignored; `recordStkCallback` and
- * `recordReversalResult` keep what a genuine one says in `mpesa_results`. For a
+ * `recordReversalResult` (common/operator-callbacks.ts, shared with the api's
+ * routes) keep what a genuine one says in `mpesa_results`. For a
  * payment that is only the receipt number (for refunds) and Daraja's id when a crash
  * lost it: the outcome itself always comes from the STK query. For a reversal there
  * is no query: the recorded `Result` is the answer.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Db } from 'mongodb';
 import type { MpesaConfig } from '../../common/config.js';
 import type { DeclineCode } from '../../common/lifecycle.js';
 import { isDuplicateKey } from '../../common/mongo.js';
+import { MPESA_COLLECTIONS, mpesaCallbackToken, type ResultDoc } from '../../common/operator-callbacks.js';
 import { OperatorUnavailableError } from '../../common/infra-errors.js';
 import { wholeMajorUnits } from './amounts.js';
 import {
@@ -72,7 +72,7 @@ import {
   type RefundRequest,
   type RefundResult,
 } from './connector.js';
-import { callOperator, field, neverSent, text, type OperatorResponse } from './operator-http.js';
+import { callOperator, neverSent, text, type OperatorResponse } from './operator-http.js';
 import { TokenCache } from './token-cache.js';
 
 const OPERATOR = 'mpesa';
@@ -94,27 +94,11 @@ export const MPESA_RESULT_CODES: Readonly<Record<string, DeclineCode>> = {
 /** Reversal `ResultCode`s that mean the money is back with the payer. */
 const REVERSED = new Set(['0', 'R000001']);
 
-/** Where the connector keeps its claims and the callbacks' facts (MongoDB). */
-export const MPESA_COLLECTIONS = { requests: 'mpesa_requests', results: 'mpesa_results' } as const;
-
 interface ClaimDoc {
   _id: string;
   created_at: number;
   /** Daraja's id once it answered: the STK push's CheckoutRequestID, the reversal's OriginatorConversationID. */
   operator_id?: string;
-}
-
-interface ResultDoc {
-  _id: string;
-  /** The attempt or refund the callback's URL named. */
-  subject: string;
-  result_code: string;
-  /** STK: CheckoutRequestID; reversal: OriginatorConversationID. */
-  operator_id?: string;
-  /** STK: MpesaReceiptNumber; reversal: its TransactionID. */
-  receipt?: string;
-  amount?: number;
-  received_at: number;
 }
 
 /** `YYYYMMDDHHmmss` in East Africa Time (UTC+3). */
@@ -126,96 +110,10 @@ export function mpesaPassword(config: Pick<MpesaConfig, 'shortcode' | 'passkey'>
   return Buffer.from(`${config.shortcode}${config.passkey}${timestamp}`).toString('base64');
 }
 
-/** The token that a callback URL of ours carries for `subject` (an attempt or a refund id). */
-export function mpesaCallbackToken(config: Pick<MpesaConfig, 'consumerSecret'>, subject: string): string {
-  return createHmac('sha256', config.consumerSecret).update(`mpesa-callback:${subject}`).digest('base64url');
-}
-
-function tokenMatches(config: Pick<MpesaConfig, 'consumerSecret'>, subject: string, token: string | null | undefined): boolean {
-  if (!token) return false;
-  const expected = Buffer.from(mpesaCallbackToken(config, subject));
-  const given = Buffer.from(token);
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
-
 function withParams(url: string, params: Record<string, string>): string {
   const target = new URL(url);
   for (const [name, value] of Object.entries(params)) target.searchParams.set(name, value);
   return target.toString();
-}
-
-/**
- * Records a genuine STK callback (`POST {CallBackURL}?attempt=…&t=…`) and returns the
- * attempt to look at again; null for a callback whose token does not match or whose
- * body is not Daraja's (it changes nothing). A repeated callback changes nothing.
- * What is kept: the result code, receipt number and amount, never the phone number.
- */
-export async function recordStkCallback(
-  db: Db,
-  config: Pick<MpesaConfig, 'consumerSecret'>,
-  params: { attempt?: string | null; t?: string | null },
-  body: unknown,
-  now: number = Date.now(),
-): Promise<{ attemptId: string } | null> {
-  const attemptId = params.attempt;
-  if (!attemptId || !tokenMatches(config, attemptId, params.t)) return null;
-  const callback = field(field(body, 'Body'), 'stkCallback');
-  const checkoutId = text(callback, 'CheckoutRequestID');
-  const resultCode = text(callback, 'ResultCode');
-  if (!checkoutId || resultCode === undefined) return null;
-  const items = field(field(callback, 'CallbackMetadata'), 'Item');
-  const item = (name: string) => (Array.isArray(items) ? items.find((i) => text(i, 'Name') === name) : undefined);
-  const receipt = text(item('MpesaReceiptNumber'), 'Value');
-  const amount = Number(field(item('Amount'), 'Value'));
-  const doc: ResultDoc = {
-    _id: `stk:${attemptId}`,
-    subject: attemptId,
-    result_code: resultCode,
-    operator_id: checkoutId,
-    ...(receipt ? { receipt } : {}),
-    ...(Number.isFinite(amount) ? { amount } : {}),
-    received_at: now,
-  };
-  await insertIgnoringDuplicate(db, doc);
-  return { attemptId };
-}
-
-/**
- * Records a genuine reversal `Result` (`POST {ResultURL}?refund=…&t=…`) and returns
- * the refund to look at again; null for a forged or malformed one. A
- * `QueueTimeOutURL` notice (no `Result`) is not a result: null.
- */
-export async function recordReversalResult(
-  db: Db,
-  config: Pick<MpesaConfig, 'consumerSecret'>,
-  params: { refund?: string | null; t?: string | null },
-  body: unknown,
-  now: number = Date.now(),
-): Promise<{ refundId: string } | null> {
-  const refundId = params.refund;
-  if (!refundId || !tokenMatches(config, refundId, params.t)) return null;
-  const result = field(body, 'Result');
-  const resultCode = text(result, 'ResultCode');
-  if (resultCode === undefined) return null;
-  const transactionId = text(result, 'TransactionID');
-  const doc: ResultDoc = {
-    _id: `reversal:${refundId}`,
-    subject: refundId,
-    result_code: resultCode,
-    ...(text(result, 'OriginatorConversationID') ? { operator_id: text(result, 'OriginatorConversationID') } : {}),
-    ...(transactionId ? { receipt: transactionId } : {}),
-    received_at: now,
-  };
-  await insertIgnoringDuplicate(db, doc);
-  return { refundId };
-}
-
-async function insertIgnoringDuplicate(db: Db, doc: ResultDoc): Promise<void> {
-  try {
-    await db.collection<ResultDoc>(MPESA_COLLECTIONS.results).insertOne(doc);
-  } catch (err) {
-    if (!isDuplicateKey(err)) throw err;
-  }
 }
 
 type Claim = { kind: 'mine' } | { kind: 'answered'; operatorId: string } | { kind: 'unknown' };
