@@ -40,6 +40,9 @@
  *   `checkout-refund-failed`, which is why `refundOutcome` asks the same request
  *   again rather than reading a status.
  * - Amounts are strings in major units; XOF has no decimals.
+ * - `restrict_payer_mobile` is not sent: as Wave's default, the payer may pay from
+ *   another Wave account than the confirm's phone number (the number is for the
+ *   merchant's records). Sending it would add `payer-mobile-mismatch` declines.
  */
 import type { WaveConfig } from '../../common/config.js';
 import type { DeclineCode } from '../../common/lifecycle.js';

@@ -116,6 +116,18 @@ test.serial('a retried job never pushes twice: the claim keeps the CheckoutReque
   t.is(fake.pushesFor(request.attemptId), 1);
 });
 
+test.serial('two workers asking for one attempt at once: one push, the other retries later', async (t) => {
+  const request = attempt();
+  const [a, b] = await Promise.allSettled([connector().requestPayment(request), connector().requestPayment(request)]);
+  const won = [a, b].filter((r) => r.status === 'fulfilled');
+  const lost = [a, b].filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  t.is(won.length, 1);
+  t.is(lost.length, 1);
+  t.true(lost[0]!.reason instanceof OperatorUnavailableError && isInfrastructureError(lost[0]!.reason));
+  t.is(fake.pushesFor(request.attemptId), 1);
+  t.deepEqual(await connector().requestPayment(request), (won[0] as PromiseFulfilledResult<unknown>).value, 'its retry reuses the push');
+});
+
 test.serial('a crash while the push is in flight: the retry waits, then never pushes again; the callback names the attempt and the query decides', async (t) => {
   let now = Date.now();
   const clock = () => now;
