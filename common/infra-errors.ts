@@ -36,7 +36,8 @@ const LOCKED = /SQLITE_BUSY|SQLITE_LOCKED|database is locked/;
 /**
  * True for a lost or unreachable Redis or MongoDB, a database too busy to take a
  * write, or a live operator that gave no answer (`OperatorUnavailableError`): the
- * api answers 503 with `Retry-After`, and a job retries with jittered backoff. Such a fault is never a request's result.
+ * api answers 503 with `Retry-After`, and a job retries with jittered backoff. Such
+ * a fault is never a request's result.
  */
 export function isInfrastructureError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
