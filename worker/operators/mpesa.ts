@@ -45,7 +45,8 @@
  * flight it waits (a retryable fault), after that it never sends again (the payer
  * is asked at most once), and the attempt's fate is then read from a callback that
  * names it (below), or ends with the attempt's window. A try that Daraja answered
- * with a refusal (a 4xx or 5xx) or that never connected frees the claim.
+ * with a refusal (a 4xx or 5xx), or that never left (no token, a refused
+ * connection), frees the claim.
  *
  * Callbacks: Daraja's callbacks are unsigned. Each URL we give carries the attempt
  * (or refund) id and a token, HMAC-SHA256 of that id under the consumer secret, so a
@@ -145,9 +146,11 @@ export function mpesaConnector(config: MpesaConfig, deps: ConnectorDeps & { now:
     },
   });
 
-  async function call(path: string, body: unknown, answers5xx?: (status: number, body: unknown) => boolean): Promise<OperatorResponse> {
+  /** One call with the token; `onSend` runs just before the request leaves (after any token fetch). */
+  async function call(path: string, body: unknown, answers5xx?: (status: number, body: unknown) => boolean, onSend?: () => void): Promise<OperatorResponse> {
     for (let round = 0; ; round++) {
       const token = await tokens.get();
+      onSend?.();
       const answer = await callOperator({
         operator: OPERATOR,
         method: 'POST',
@@ -180,14 +183,21 @@ export function mpesaConnector(config: MpesaConfig, deps: ConnectorDeps & { now:
     return { kind: 'unknown' };
   }
 
-  /** Sends the claimed request; the claim is freed when Daraja refused it or never got it, kept when its fate is unknown. */
+  /**
+   * Sends the claimed request. The claim is freed when Daraja refused it, or it never
+   * left (the token could not be had, the connection was refused); it is kept when
+   * its fate is unknown (a timeout, a connection lost after sending).
+   */
   async function send(id: string, path: string, body: unknown): Promise<OperatorResponse> {
     let answer: OperatorResponse;
+    let sent = false;
     try {
-      answer = await call(path, body);
+      answer = await call(path, body, undefined, () => {
+        sent = true;
+      });
     } catch (err) {
       const refused = err instanceof OperatorUnavailableError && err.reason === 'status';
-      if (refused || neverSent(err) || err instanceof OperatorRequestError) await requests.deleteOne({ _id: id });
+      if (!sent || refused || neverSent(err) || err instanceof OperatorRequestError) await requests.deleteOne({ _id: id });
       throw err;
     }
     if (answer.status !== 200 || text(answer.body, 'ResponseCode') !== '0') await requests.deleteOne({ _id: id });

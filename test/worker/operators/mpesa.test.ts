@@ -151,6 +151,17 @@ test.serial('a crash while the push is in flight: the retry waits, then never pu
   t.like(await retried.outcome(request.attemptId), { kind: 'succeeded' }, "the callback gave Daraja's id; the query gave the answer");
 });
 
+test.serial('a token that cannot be had frees the claim: the push never left, so the retry sends it', async (t) => {
+  const request = attempt();
+  fake.server.delayMs = 500;
+  const err = await t.throwsAsync(connector({ timeoutMs: 150 }).requestPayment(request), { instanceOf: OperatorUnavailableError });
+  t.is(err?.reason, 'timeout');
+  fake.server.delayMs = 0;
+  t.is(fake.pushesFor(request.attemptId), 0);
+  await connector().requestPayment(request);
+  t.is(fake.pushesFor(request.attemptId), 1);
+});
+
 test.serial('a Daraja 500 frees the claim: infrastructure, no push, and the retry pushes once', async (t) => {
   const mpesa = connector();
   const request = attempt();
