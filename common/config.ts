@@ -71,6 +71,72 @@ export interface Config {
   intentsSweepIntervalMs: number;
   /** Declined or failed confirms one payment intent may have; the next confirm is refused (`payment_attempt_limit`). */
   confirmFailureLimit: number;
+  /** Live operators' credentials (DESIGN section 12): a group is null unless every one of its variables is set. */
+  liveOperators: LiveOperatorsConfig;
+}
+
+/**
+ * The live operators' configuration groups (DESIGN section 12). A group is either
+ * complete or absent: a half-filled one stops the start-up and names what is
+ * missing. These values are credentials: they are passed to the connectors only,
+ * and never logged.
+ */
+export interface LiveOperatorsConfig {
+  mtnMomo: MtnMomoConfig | null;
+  mpesa: MpesaConfig | null;
+  wave: WaveConfig | null;
+  /** How long a connector waits for one answer from an operator's API before calling it unavailable. */
+  timeoutMs: number;
+}
+
+/** One MTN MoMo Open API product's credentials (Collection and Disbursement each have theirs). */
+export interface MtnMomoProductConfig {
+  subscriptionKey: string;
+  userId: string;
+  apiKey: string;
+}
+
+export interface MtnMomoConfig {
+  baseUrl: string;
+  /** `sandbox`, or the country's production value (`mtnuganda`, `mtnghana`, …). */
+  targetEnvironment: string;
+  collection: MtnMomoProductConfig;
+  disbursement: MtnMomoProductConfig;
+}
+
+export interface MpesaConfig {
+  baseUrl: string;
+  consumerKey: string;
+  consumerSecret: string;
+  /** The paybill short code (M-Pesa Express `BusinessShortCode` and `PartyB`). */
+  shortcode: string;
+  passkey: string;
+  /** The Reversal API's initiator and its encrypted password. */
+  initiatorName: string;
+  securityCredential: string;
+}
+
+export interface WaveConfig {
+  baseUrl: string;
+  apiKey: string;
+  webhookSecret: string;
+}
+
+/** Each live operator's variables, in DESIGN section 12's order. */
+export const OPERATOR_GROUPS = {
+  mtn_momo: [
+    'MTN_MOMO_BASE_URL', 'MTN_MOMO_TARGET_ENVIRONMENT',
+    'MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY', 'MTN_MOMO_COLLECTION_USER_ID', 'MTN_MOMO_COLLECTION_API_KEY',
+    'MTN_MOMO_DISBURSEMENT_SUBSCRIPTION_KEY', 'MTN_MOMO_DISBURSEMENT_USER_ID', 'MTN_MOMO_DISBURSEMENT_API_KEY',
+  ],
+  mpesa: ['MPESA_BASE_URL', 'MPESA_CONSUMER_KEY', 'MPESA_CONSUMER_SECRET', 'MPESA_SHORTCODE', 'MPESA_PASSKEY', 'MPESA_INITIATOR_NAME', 'MPESA_SECURITY_CREDENTIAL'],
+  wave: ['WAVE_BASE_URL', 'WAVE_API_KEY', 'WAVE_WEBHOOK_SECRET'],
+} as const;
+
+/** The live operators whose configuration group is complete, in DESIGN section 12's order. */
+export function configuredOperators(config: { liveOperators: LiveOperatorsConfig }): string[] {
+  const { mtnMomo, mpesa, wave } = config.liveOperators;
+  return [mtnMomo && 'mtn_momo', mpesa && 'mpesa', wave && 'wave'].filter((name): name is string => typeof name === 'string');
 }
 
 /**
@@ -151,6 +217,8 @@ export const DEFAULT_RETRY_SCHEDULE_MS = [
 ];
 
 const msList = Joi.string().pattern(/^\d+(,\d+)*$/);
+const operatorUrl = Joi.string().uri({ scheme: ['http', 'https'] }).empty('');
+const credential = Joi.string().trim().min(1).max(4096).empty('');
 
 const schema = Joi.object({
   PORT: Joi.number().integer().min(0).max(65535).default(3000),
@@ -207,6 +275,25 @@ const schema = Joi.object({
   SIMULATOR_SLOW_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(60 * SECOND),
   INTENTS_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(60 * SECOND),
   SIMULATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1000).max(HOUR).default(2 * MINUTE),
+  OPERATOR_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(15 * SECOND),
+  MTN_MOMO_BASE_URL: operatorUrl,
+  MTN_MOMO_TARGET_ENVIRONMENT: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).empty(''),
+  MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY: credential,
+  MTN_MOMO_COLLECTION_USER_ID: credential,
+  MTN_MOMO_COLLECTION_API_KEY: credential,
+  MTN_MOMO_DISBURSEMENT_SUBSCRIPTION_KEY: credential,
+  MTN_MOMO_DISBURSEMENT_USER_ID: credential,
+  MTN_MOMO_DISBURSEMENT_API_KEY: credential,
+  MPESA_BASE_URL: operatorUrl,
+  MPESA_CONSUMER_KEY: credential,
+  MPESA_CONSUMER_SECRET: credential,
+  MPESA_SHORTCODE: Joi.string().pattern(/^\d{5,7}$/).empty(''),
+  MPESA_PASSKEY: credential,
+  MPESA_INITIATOR_NAME: credential,
+  MPESA_SECURITY_CREDENTIAL: credential,
+  WAVE_BASE_URL: operatorUrl,
+  WAVE_API_KEY: credential,
+  WAVE_WEBHOOK_SECRET: credential,
 }).unknown(true);
 
 export class ConfigError extends Error {
@@ -241,6 +328,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
   }
   if (value.WORKER_TRANSITION_WRITES_IN_FLIGHT > value.WORKER_WRITES_IN_FLIGHT) {
     problems.push('"WORKER_TRANSITION_WRITES_IN_FLIGHT" must not exceed "WORKER_WRITES_IN_FLIGHT"');
+  }
+  for (const [operator, names] of Object.entries(OPERATOR_GROUPS)) {
+    const missing = names.filter((name) => value[name] === undefined);
+    if (missing.length > 0 && missing.length < names.length) {
+      problems.push(`live operator ${operator} is half configured: set ${missing.map((n) => `"${n}"`).join(', ')} too, or unset its whole group`);
+    }
+  }
+  const liveOperators = liveOperatorsOf(value);
+  if (configuredOperators({ liveOperators }).length > 0 && !value.PUBLIC_BASE_URL) {
+    problems.push('"PUBLIC_BASE_URL" is required once a live operator is configured: operators\' callbacks are sent to it');
   }
   if (problems.length) throw new ConfigError(problems);
   return {
@@ -279,6 +376,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     },
     intentsSweepIntervalMs: value.INTENTS_SWEEP_INTERVAL_MS,
     confirmFailureLimit: value.CONFIRM_FAILURE_LIMIT,
+    liveOperators,
     simulator: {
       approvalDelayMs: value.SIMULATOR_APPROVAL_DELAY_MS,
       processingDelayMs: value.SIMULATOR_PROCESSING_DELAY_MS,
@@ -304,5 +402,39 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       endpointRedeliveryLimit: value.WEBHOOK_ENDPOINT_REDELIVERY_LIMIT,
       redeliveryAttempts: value.WEBHOOK_REDELIVERY_ATTEMPTS,
     },
+  };
+}
+
+type Env = Record<string, string | undefined>;
+
+const complete = (value: Env, names: readonly string[]) => names.every((name) => value[name] !== undefined);
+const baseUrlOf = (url: string) => url.replace(/\/+$/, '');
+
+function liveOperatorsOf(value: Env & { OPERATOR_TIMEOUT_MS?: unknown }): LiveOperatorsConfig {
+  const v = value as Record<string, string>;
+  return {
+    timeoutMs: Number(value.OPERATOR_TIMEOUT_MS),
+    mtnMomo: complete(value, OPERATOR_GROUPS.mtn_momo)
+      ? {
+        baseUrl: baseUrlOf(v.MTN_MOMO_BASE_URL),
+        targetEnvironment: v.MTN_MOMO_TARGET_ENVIRONMENT,
+        collection: { subscriptionKey: v.MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY, userId: v.MTN_MOMO_COLLECTION_USER_ID, apiKey: v.MTN_MOMO_COLLECTION_API_KEY },
+        disbursement: { subscriptionKey: v.MTN_MOMO_DISBURSEMENT_SUBSCRIPTION_KEY, userId: v.MTN_MOMO_DISBURSEMENT_USER_ID, apiKey: v.MTN_MOMO_DISBURSEMENT_API_KEY },
+      }
+      : null,
+    mpesa: complete(value, OPERATOR_GROUPS.mpesa)
+      ? {
+        baseUrl: baseUrlOf(v.MPESA_BASE_URL),
+        consumerKey: v.MPESA_CONSUMER_KEY,
+        consumerSecret: v.MPESA_CONSUMER_SECRET,
+        shortcode: v.MPESA_SHORTCODE,
+        passkey: v.MPESA_PASSKEY,
+        initiatorName: v.MPESA_INITIATOR_NAME,
+        securityCredential: v.MPESA_SECURITY_CREDENTIAL,
+      }
+      : null,
+    wave: complete(value, OPERATOR_GROUPS.wave)
+      ? { baseUrl: baseUrlOf(v.WAVE_BASE_URL), apiKey: v.WAVE_API_KEY, webhookSecret: v.WAVE_WEBHOOK_SECRET }
+      : null,
   };
 }

@@ -7,6 +7,24 @@ import {
   MongoTopologyClosedError,
 } from 'mongodb';
 
+/**
+ * A live operator's API could not give an answer: it answered 5xx, timed out, or
+ * could not be reached. Never a decline: the job that asked retries with backoff,
+ * and the attempt reference it reuses keeps the payer from being asked twice. The
+ * message names the operator and what failed, never a credential or a phone number.
+ */
+export class OperatorUnavailableError extends Error {
+  constructor(
+    readonly operator: string,
+    readonly reason: 'timeout' | 'network' | 'status' | 'in_flight',
+    detail: string,
+    readonly status?: number,
+  ) {
+    super(`${operator}: ${detail}`);
+    this.name = 'OperatorUnavailableError';
+  }
+}
+
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTCONN']);
 
 /**
@@ -47,7 +65,8 @@ const TRANSIENT_MESSAGE = /not master|node is recovering/i;
 
 /**
  * True for a lost or unreachable Redis or MongoDB, a MongoDB between primaries or
- * shutting down, or a database too busy to take a write: the api answers 503 with
+ * shutting down, a database too busy to take a write, or a live operator that gave no answer
+ * (`OperatorUnavailableError`): the api answers 503 with
  * `Retry-After`, and a job retries with jittered backoff. Such a fault is never a
  * request's result.
  */

@@ -17,7 +17,6 @@ import { InsertBatcher } from './group-commit.js';
 import { startWorkerMetrics } from './metrics.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
 import { createWebhookEndpoint } from './processors/create-webhook-endpoint.js';
-import { liveConnectors } from './operators/connector.js';
 import { through, WriteGate } from './lifecycle/write-gate.js';
 import {
   deleteWebhookEndpoint,
@@ -160,7 +159,10 @@ export async function startWorker({ config, logger, mongo, redis, now, ids, stor
     ids,
     simulator: config.simulator,
     confirmFailureLimit: config.confirmFailureLimit,
-    connectors: liveConnectors(),
+    // No live connector is registered until the lifecycle decides live intents from
+    // their answers alone (security review M3; issue 28's wiring, docs/payments.md
+    // "Live operators"): registering one today would let the simulator decide them.
+    connectors: new Map(),
     // Transition updates hold at most their share of the slots: the inserts keep the rest.
     writes: through(new WriteGate(transitionWritesInFlight), writes),
     atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { ConfigError, DEFAULT_OPERATORS, loadConfig } from '../../common/config.js';
+import { ConfigError, DEFAULT_OPERATORS, configuredOperators, loadConfig } from '../../common/config.js';
 
 const minimal = { REDIS_URL: 'redis://127.0.0.1:6379', MONGODB_URL: 'mongodb://127.0.0.1:27017' };
 
@@ -48,4 +48,39 @@ test("the worker's write-gate widths default to the store profile's, and may be 
   const err = t.throws(() => loadConfig({ ...minimal, WORKER_WRITES_IN_FLIGHT: '2', WORKER_TRANSITION_WRITES_IN_FLIGHT: '3' }), { instanceOf: ConfigError });
   t.true(err?.message.includes('WORKER_TRANSITION_WRITES_IN_FLIGHT'));
   t.throws(() => loadConfig({ ...minimal, WORKER_WRITES_IN_FLIGHT: '0' }), { instanceOf: ConfigError });
+});
+
+const mtnGroup = {
+  MTN_MOMO_BASE_URL: 'https://sandbox.momodeveloper.example', MTN_MOMO_TARGET_ENVIRONMENT: 'sandbox',
+  MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY: 'c-sub', MTN_MOMO_COLLECTION_USER_ID: 'c-user', MTN_MOMO_COLLECTION_API_KEY: 'c-key',
+  MTN_MOMO_DISBURSEMENT_SUBSCRIPTION_KEY: 'd-sub', MTN_MOMO_DISBURSEMENT_USER_ID: 'd-user', MTN_MOMO_DISBURSEMENT_API_KEY: 'd-key',
+};
+const waveGroup = { WAVE_BASE_URL: 'https://api.wave.example/', WAVE_API_KEY: 'wave_sn_prod_x', WAVE_WEBHOOK_SECRET: 'wave_sn_WHS_x' };
+
+test('no live operator is configured by default', (t) => {
+  const config = loadConfig(minimal);
+  t.deepEqual(configuredOperators(config), []);
+  t.deepEqual(config.liveOperators, { mtnMomo: null, mpesa: null, wave: null, timeoutMs: 15_000 });
+});
+
+test('an operator is configured when its whole group is set', (t) => {
+  const config = loadConfig({ ...minimal, ...mtnGroup, ...waveGroup, PUBLIC_BASE_URL: 'https://pay.example' });
+  t.deepEqual(configuredOperators(config), ['mtn_momo', 'wave']);
+  t.like(config.liveOperators.mtnMomo, { targetEnvironment: 'sandbox', collection: { apiKey: 'c-key' }, disbursement: { userId: 'd-user' } });
+  t.is(config.liveOperators.wave?.baseUrl, 'https://api.wave.example', 'trailing slash trimmed');
+});
+
+test('a half-filled operator group stops the start-up and names what is missing', (t) => {
+  const { MPESA_PASSKEY: _dropped, ...half } = {
+    MPESA_BASE_URL: 'https://sandbox.safaricom.example', MPESA_CONSUMER_KEY: 'k', MPESA_CONSUMER_SECRET: 's', MPESA_SHORTCODE: '174379',
+    MPESA_PASSKEY: 'p', MPESA_INITIATOR_NAME: 'i', MPESA_SECURITY_CREDENTIAL: 'c',
+  };
+  const err = t.throws(() => loadConfig({ ...minimal, ...half, PUBLIC_BASE_URL: 'https://pay.example' }), { instanceOf: ConfigError });
+  t.regex(err?.message ?? '', /mpesa is half configured: set "MPESA_PASSKEY"/);
+  t.false((err?.message ?? '').includes('174379'), 'values are never echoed');
+});
+
+test('a live operator needs PUBLIC_BASE_URL for its callbacks', (t) => {
+  const err = t.throws(() => loadConfig({ ...minimal, ...waveGroup }), { instanceOf: ConfigError });
+  t.regex(err?.message ?? '', /PUBLIC_BASE_URL/);
 });

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, MongoWriteConcernError } from 'mongodb';
-import { isInfrastructureError } from '../../common/infra-errors.js';
+import { OperatorUnavailableError, isInfrastructureError } from '../../common/infra-errors.js';
 
 test("a locked SQLite database (the local stack's store) is an infrastructure fault, other server errors are not", (t) => {
   const busy = new MongoServerError({
@@ -63,4 +63,11 @@ test('network errors are infrastructure faults; a bad request, a bad document or
   ] as const) {
     t.false(isInfrastructureError(serverError(code, codeName)), codeName);
   }
+});
+
+test("a live operator that gave no answer is an infrastructure fault (the job retries), never a decline", (t) => {
+  for (const reason of ['timeout', 'network', 'status', 'in_flight'] as const) {
+    t.true(isInfrastructureError(new OperatorUnavailableError('mtn_momo', reason, 'POST /collection/v1_0/requesttopay')), reason);
+  }
+  t.false(isInfrastructureError(new Error('mtn_momo refused the request (400)')));
 });

@@ -1,25 +1,27 @@
 /**
  * Live mode's operator connectors: the one seam between this service and a real
- * operator's API (MTN MoMo Collections, M-Pesa Daraja, Airtel Money, Moov, Wave
- * Checkout, Orange Money). None ships with the service, and test mode never uses
- * one (it has the simulator, worker/operators/simulator.ts documents its numbers).
- * A live confirm for an operator without a connector answers 400
- * `operator_not_configured` and changes nothing: no live payment is ever faked.
+ * operator's API. Test mode never uses one (it has the simulator). An operator
+ * without a connector answers 400 `operator_not_configured`: no live payment is ever
+ * faked.
  *
- * How a connector takes part in a payment:
+ * What every connector promises (DESIGN section 12):
  *
- * 1. A live confirm moves the intent to `requires_action` (or refuses) as in test
- *    mode; the worker then calls `requestPayment` with the attempt. The call must be
- *    idempotent on `attemptId` (operators take a reference: MTN's X-Reference-Id,
- *    M-Pesa's AccountReference): a retried job calls it again.
- * 2. The operator answers later, by callback or by polling. The connector's
- *    callback route (or poller) turns each answer into an `intents` job,
- *    `payment_intent.operator_outcome.v1` with `{paymentIntent, project, livemode,
- *    attempt, step}`: `payer` once the payer approved or refused, `settle` with the
- *    final result. The job re-checks the intent's status and attempt, so a late or
- *    repeated callback changes nothing.
- * 3. `outcome` maps the operator's own result to this service's: success, or one of
- *    the normalised decline codes (common/lifecycle.ts, DECLINE_CODES).
+ * - **Exactly once towards the operator.** `requestPayment` and `refund` are
+ *   idempotent on `attemptId` / `refundId`: a retried job calls them again and the
+ *   operator still sees one payment request (MTN: an `X-Reference-Id` derived from
+ *   the attempt, "already exists" counting as success; Wave: the `idempotency-key`
+ *   header; M-Pesa, which has no idempotency key: a claim per attempt in MongoDB).
+ * - **No answer is not a decline.** A 5xx, a timeout or a connection failure throws
+ *   `OperatorUnavailableError` (an infrastructure error: the job retries with
+ *   backoff). Only the operator's own final answer becomes a decline, mapped to
+ *   DESIGN section 7's codes through one table per connector.
+ * - **A definite refusal at request time** (a 4xx the operator documents, such as an
+ *   unknown payer) throws `OperatorRequestError`, with `declineCode` when it is the
+ *   payer's, so the caller can decline at once instead of retrying.
+ * - **Secrets stay secret.** Tokens are cached in process memory until shortly
+ *   before they expire and refreshed by one process at a time
+ *   (worker/operators/token-cache.ts); credentials and full phone numbers never
+ *   appear in a thrown message.
  *
  * Refunds (DESIGN.md section 11) go through the same connector: the worker calls
  * `refund` once the refund holds its amount (idempotent on `refundId`: a retried job
@@ -31,11 +33,20 @@
  * make `liveOperatorConfigured` (common/operator-status.ts) answer true for the same
  * operators, so that `GET /v1/operators` reports them. What each operator takes
  * (countries, currencies, bounds, refunds) is the catalog's (common/operator-catalog.ts).
+ *
+ * How they are wired into the lifecycle (callback routes, polling, where pending
+ * attempts live) is written down in docs/payments.md, "Live operators".
  */
+import type { Db } from 'mongodb';
+import type { Redis } from 'ioredis';
+import type { LiveOperatorsConfig } from '../../common/config.js';
 import type { DeclineCode } from '../../common/lifecycle.js';
+import { mtnMomoConnector } from './mtn-momo.js';
+import { mpesaConnector } from './mpesa.js';
+import { waveConnector } from './wave.js';
 
 export interface PaymentAttemptRequest {
-  /** `pi_…:<attempt>`: unique per attempt, the operator-side reference. */
+  /** `pi_…:<attempt>`: unique per attempt, the source of the operator-side reference. */
   attemptId: string;
   paymentIntent: string;
   amount: number;
@@ -43,18 +54,43 @@ export interface PaymentAttemptRequest {
   /** E.164, in full: only for the operator's API, never logged. */
   phoneNumber: string;
   returnUrl: string | null;
+  otp?: string | null;
+  /** Where the operator's per-request callback goes (`{PUBLIC_BASE_URL}/operators/{operator}/…`). */
+  callbackUrl: string;
 }
 
-export type OperatorResult = { kind: 'succeeded' } | { kind: 'declined'; code: DeclineCode } | { kind: 'pending' };
+export type OperatorResult =
+  | { kind: 'succeeded'; operatorReference?: string }
+  | { kind: 'declined'; code: DeclineCode; operatorCode?: string }
+  | { kind: 'pending' };
 
-export interface RefundRequest { refundId: string; paymentIntent: string; attemptId: string; paymentReference: string | null; amount: number; currency: string; phoneNumber: string | null; callbackUrl: string; reason: string | null; }
-export type RefundResult = { kind: 'succeeded'; operatorReference?: string } | { kind: 'failed'; code: DeclineCode; operatorCode?: string } | { kind: 'pending'; operatorReference?: string };
+export interface PaymentRequested {
+  operatorReference?: string;
+  redirectUrl?: string;
+}
+
+export interface RefundRequest {
+  refundId: string;
+  paymentIntent: string;
+  attemptId: string;
+  paymentReference: string | null;
+  amount: number;
+  currency: string;
+  phoneNumber: string | null;
+  callbackUrl: string;
+  reason: string | null;
+}
+
+export type RefundResult =
+  | { kind: 'succeeded'; operatorReference?: string }
+  | { kind: 'failed'; code: DeclineCode; operatorCode?: string }
+  | { kind: 'pending'; operatorReference?: string };
 
 export interface OperatorConnector {
-  /** Asks the operator for the payment (a push to the payer's phone, a checkout session, an OTP check). */
-  requestPayment(request: PaymentAttemptRequest): Promise<void>;
-  /** The operator's current answer about an attempt (for polling, and for the `settle` step). */
-  outcome(attemptId: string): Promise<OperatorResult>;
+  /** Asks the operator for the payment (a push to the payer's phone, a checkout session). */
+  requestPayment(request: PaymentAttemptRequest): Promise<PaymentRequested>;
+  /** The operator's current answer about an attempt (for callbacks' "look again" and for polling). */
+  outcome(attemptId: string, operatorReference?: string): Promise<OperatorResult>;
   /**
    * Asks the operator to give `amount` of the payment back. Idempotent on `refundId`
    * (the operator-side reference): a retried job asks again. Throws on an
@@ -67,7 +103,47 @@ export interface OperatorConnector {
 
 export type OperatorConnectors = ReadonlyMap<string, OperatorConnector>;
 
-/** The live connectors of this deployment: none yet. */
-export function liveConnectors(): OperatorConnectors {
-  return new Map();
+/**
+ * The operator answered, and its answer is a refusal of the request itself (bad
+ * input, credentials refused): retrying the same request cannot succeed. Not an
+ * infrastructure error. `declineCode` is set when the refusal is about the payer
+ * (an unknown number), so the attempt can be declined at once.
+ */
+export class OperatorRequestError extends Error {
+  constructor(
+    readonly operator: string,
+    readonly status: number,
+    readonly operatorCode: string | undefined,
+    readonly declineCode?: DeclineCode,
+  ) {
+    super(`${operator} refused the request (${status}${operatorCode ? ` ${operatorCode}` : ''})`);
+    this.name = 'OperatorRequestError';
+  }
+}
+
+/** What the connectors share: injected, never built here. */
+export interface ConnectorDeps {
+  /** For the token refresh lock only. */
+  redis: Redis;
+  /** M-Pesa keeps its per-attempt claims and recorded callbacks here. */
+  db: Db;
+  /** Namespace of Redis keys (`QUEUE_PREFIX`). */
+  prefix: string;
+  now?: () => number;
+}
+
+/** `{PUBLIC_BASE_URL}/operators/{operator}/{path}`: where an operator's callbacks arrive. */
+export function operatorCallbackUrl(publicBaseUrl: string, operator: string, path: string): string {
+  return `${publicBaseUrl.replace(/\/+$/, '')}/operators/${operator}/${path}`;
+}
+
+/** The live connectors of this deployment: one per operator whose config group is complete. */
+export function liveConnectors(config: { liveOperators: LiveOperatorsConfig }, deps: ConnectorDeps): OperatorConnectors {
+  const { mtnMomo, mpesa, wave, timeoutMs } = config.liveOperators;
+  const shared = { ...deps, now: deps.now ?? Date.now, timeoutMs };
+  const connectors = new Map<string, OperatorConnector>();
+  if (mtnMomo) connectors.set('mtn_momo', mtnMomoConnector(mtnMomo, shared));
+  if (mpesa) connectors.set('mpesa', mpesaConnector(mpesa, shared));
+  if (wave) connectors.set('wave', waveConnector(wave, shared));
+  return connectors;
 }

@@ -19,7 +19,7 @@ import type { Logger } from '../../common/logger.js';
 import { returnUrlFor } from '../../common/return-url.js';
 import { decideCancel, decideConfirm, decideExpiry, decideOutcome, decideUpdate, type DecideContext, type Decision } from '../lifecycle/decide.js';
 import { transition, type Mutation, type TransitionDeps, type TransitionResult } from '../lifecycle/transition.js';
-import type { OperatorConnectors } from '../operators/connector.js';
+import { operatorCallbackUrl, type OperatorConnectors } from '../operators/connector.js';
 import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import type { SimulatorConfig } from '../../common/config.js';
@@ -125,6 +125,7 @@ export async function confirmPaymentIntent(deps: LifecycleDeps, job: Job<Confirm
       phoneNumber: payment.phone_number,
       // The operator sends the payer back as our test checkout page does: with the intent's id and client secret.
       returnUrl: payment.return_url ? returnUrlFor(payment.return_url, { id: result.doc._id, clientSecret: result.doc.client_secret }) : null,
+      callbackUrl: operatorCallbackUrl(job.data.baseUrl, payment.operator, 'callback'),
     });
   });
   if (secret) await inputs.deleteOne({ _id: secret._id });

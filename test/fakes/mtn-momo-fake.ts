@@ -1,0 +1,167 @@
+/**
+ * A local MTN MoMo Open API (Collection and Disbursement), written from MTN's
+ * developer portal documentation (the connector, worker/operators/mtn-momo.ts, names
+ * the sources). Strict where the documentation is clear:
+ *
+ * - `POST /{product}/token/`: HTTP Basic `userId:apiKey` and the product's
+ *   `Ocp-Apim-Subscription-Key`; a missing or wrong subscription key is APIM's 401
+ *   "Access denied due to invalid subscription key…", wrong credentials 401
+ *   `{"error":"login_failed"}`. Answers `{access_token, token_type, expires_in}`.
+ * - Every other call: a Bearer token issued for that product (else 401), its
+ *   subscription key, `X-Target-Environment` equal to the configured one (else 403
+ *   NOT_ALLOWED_TARGET_ENVIRONMENT), `X-Reference-Id` a UUID version 4 on creations
+ *   (else 400), a reused reference 409 RESOURCE_ALREADY_EXIST, an unknown one 404
+ *   RESOURCE_NOT_FOUND on the status GET.
+ * - A request-to-pay is PENDING until the test settles it (`settle`), as the payer
+ *   does on the phone; then it takes the outcome set for the payer's number and the
+ *   fake sends MTN's callback (a PUT of the transfer's body to `X-Callback-Url`),
+ *   unless callbacks are dropped, as MTN's single unretried callback can be.
+ */
+import { randomBytes } from 'node:crypto';
+import { FakeServer, header, sendCallback, type FakeAnswer, type FakeRequest } from './fake-server.js';
+
+export interface MtnCredentials {
+  subscriptionKey: string;
+  userId: string;
+  apiKey: string;
+}
+
+export type MtnOutcome = { status: 'SUCCESSFUL' } | { status: 'FAILED'; reason: string };
+
+interface Transfer {
+  product: 'collection' | 'disbursement';
+  referenceId: string;
+  body: Record<string, unknown>;
+  payer: string;
+  status: 'PENDING' | 'SUCCESSFUL' | 'FAILED';
+  reason?: string;
+  financialTransactionId?: string;
+  callbackUrl?: string;
+}
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+const INVALID_KEY = { statusCode: 401, message: 'Access denied due to invalid subscription key. Make sure to provide a valid key for an active subscription.' };
+
+export class MtnMomoFake {
+  readonly server: FakeServer;
+  readonly transfers = new Map<string, Transfer>();
+  /** The outcome a payer's number gets when settled (default SUCCESSFUL). */
+  readonly outcomes = new Map<string, MtnOutcome>();
+  /** Callbacks are recorded but not sent while true. */
+  dropCallbacks = false;
+  readonly callbacksSent: string[] = [];
+  /** Lifetime announced with each token, in seconds. */
+  tokenExpiresIn = 3600;
+  tokensIssued = 0;
+  private readonly tokens = new Map<string, 'collection' | 'disbursement'>();
+
+  constructor(
+    readonly targetEnvironment: string,
+    private readonly credentials: { collection: MtnCredentials; disbursement: MtnCredentials },
+  ) {
+    this.server = new FakeServer((request) => this.route(request));
+  }
+
+  async start(): Promise<this> {
+    await this.server.start();
+    return this;
+  }
+
+  stop(): Promise<void> {
+    return this.server.stop();
+  }
+
+  get url(): string {
+    return this.server.url;
+  }
+
+  /** How many creation requests (POSTs, whatever their answer) named this reference. */
+  requestsFor(referenceId: string): number {
+    return this.server.log.filter((r) => r.method === 'POST' && header(r, 'x-reference-id') === referenceId).length;
+  }
+
+  /** The payer answers (or the refund is processed): the transfer takes its outcome and MTN calls back. */
+  async settle(referenceId: string): Promise<void> {
+    const transfer = this.transfers.get(referenceId);
+    if (!transfer) throw new Error(`no transfer ${referenceId}`);
+    const outcome = transfer.product === 'collection' ? (this.outcomes.get(transfer.payer) ?? { status: 'SUCCESSFUL' }) : { status: 'SUCCESSFUL' as const };
+    transfer.status = outcome.status;
+    if (outcome.status === 'FAILED') transfer.reason = outcome.reason;
+    else transfer.financialTransactionId = String(1_000_000_000 + this.transfers.size);
+    if (transfer.callbackUrl && !this.dropCallbacks) {
+      this.callbacksSent.push(referenceId);
+      await sendCallback(transfer.callbackUrl, this.view(transfer), 'PUT').catch(() => undefined);
+    }
+  }
+
+  private view(transfer: Transfer): Record<string, unknown> {
+    return {
+      ...transfer.body,
+      ...(transfer.financialTransactionId ? { financialTransactionId: transfer.financialTransactionId } : {}),
+      status: transfer.status,
+      ...(transfer.reason ? { reason: { code: transfer.reason, message: transfer.reason.toLowerCase().replace(/_/g, ' ') } } : {}),
+    };
+  }
+
+  private route(request: FakeRequest): FakeAnswer {
+    const match = /^\/(collection|disbursement)\/(.*)$/.exec(request.path);
+    if (!match) return { status: 404, body: { statusCode: 404, message: 'Resource not found' } };
+    const product = match[1] as 'collection' | 'disbursement';
+    const rest = match[2]!;
+    const credentials = this.credentials[product];
+    if (header(request, 'ocp-apim-subscription-key') !== credentials.subscriptionKey) return { status: 401, body: INVALID_KEY };
+
+    if (rest === 'token/' && request.method === 'POST') {
+      const basic = Buffer.from(`${credentials.userId}:${credentials.apiKey}`).toString('base64');
+      if (header(request, 'authorization') !== `Basic ${basic}`) return { status: 401, body: { error: 'login_failed' } };
+      const token = randomBytes(24).toString('base64url');
+      this.tokens.set(token, product);
+      this.tokensIssued++;
+      return { status: 200, body: { access_token: token, token_type: 'access_token', expires_in: this.tokenExpiresIn } };
+    }
+
+    const bearer = /^Bearer (.+)$/.exec(header(request, 'authorization') ?? '')?.[1];
+    if (!bearer || this.tokens.get(bearer) !== product) return { status: 401, body: { code: 'UNAUTHORIZED', message: 'Authorization failed. Insufficient permissions.' } };
+    if (header(request, 'x-target-environment') !== this.targetEnvironment) {
+      return { status: 403, body: { code: 'NOT_ALLOWED_TARGET_ENVIRONMENT', message: 'Access to target environment is forbidden.' } };
+    }
+
+    const creation = (product === 'collection' && rest === 'v1_0/requesttopay') || (product === 'disbursement' && rest === 'v1_0/refund');
+    if (creation && request.method === 'POST') return this.create(product, request);
+    const status = /^v1_0\/(requesttopay|refund)\/([^/]+)$/.exec(rest);
+    if (status && request.method === 'GET') {
+      const transfer = this.transfers.get(decodeURIComponent(status[2]!));
+      if (!transfer || transfer.product !== product) return { status: 404, body: { code: 'RESOURCE_NOT_FOUND', message: 'Requested resource was not found.' } };
+      return { status: 200, body: this.view(transfer) };
+    }
+    return { status: 404, body: { statusCode: 404, message: 'Resource not found' } };
+  }
+
+  private create(product: 'collection' | 'disbursement', request: FakeRequest): FakeAnswer {
+    const referenceId = header(request, 'x-reference-id') ?? '';
+    if (!UUID_V4.test(referenceId)) return { status: 400, body: { code: 'INVALID_REFERENCE_ID', message: 'X-Reference-Id must be a UUID version 4.' } };
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const payer = body.payer as { partyIdType?: unknown; partyId?: unknown } | undefined;
+    const amountOk = typeof body.amount === 'string' && /^\d+(\.\d{1,2})?$/.test(body.amount);
+    const currencyOk = typeof body.currency === 'string' && /^[A-Z]{3}$/.test(body.currency);
+    const payerOk = product === 'disbursement' || (payer?.partyIdType === 'MSISDN' && typeof payer.partyId === 'string' && /^\d{8,15}$/.test(payer.partyId));
+    const refundOk = product === 'collection' || typeof body.referenceIdToRefund === 'string';
+    if (!amountOk || !currencyOk || !payerOk || !refundOk || typeof body.externalId !== 'string') {
+      return { status: 400, body: { code: 'INVALID_REQUEST', message: 'Request does not follow the specification.' } };
+    }
+    if (this.transfers.has(referenceId)) return { status: 409, body: { code: 'RESOURCE_ALREADY_EXIST', message: 'Duplicated reference id. Creation of resource failed.' } };
+    if (product === 'disbursement') {
+      const original = this.transfers.get(body.referenceIdToRefund as string);
+      if (!original || original.status !== 'SUCCESSFUL') return { status: 404, body: { code: 'RESOURCE_NOT_FOUND', message: 'Requested resource was not found.' } };
+    }
+    this.transfers.set(referenceId, {
+      product,
+      referenceId,
+      body,
+      payer: product === 'collection' ? (payer!.partyId as string) : '',
+      status: 'PENDING',
+      callbackUrl: header(request, 'x-callback-url'),
+    });
+    return { status: 202 };
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * The M-Pesa connector (worker/operators/mpesa.ts) against a local fake of Daraja
+ * (test/fakes/mpesa-fake.ts), with a real Redis (token lock) and FerretDB (claims
+ * and recorded callbacks). A small receiver plays the callback routes: it records
+ * what Daraja calls back with `recordStkCallback` and `recordReversalResult`.
+ */
+import test from 'ava';
+import { Redis } from 'ioredis';
+import { MongoClient, type Db } from 'mongodb';
+import type { MpesaConfig } from '../../../common/config.js';
+import { OperatorUnavailableError, isInfrastructureError } from '../../../common/infra-errors.js';
+import { OperatorRequestError, type PaymentAttemptRequest, type RefundRequest } from '../../../worker/operators/connector.js';
+import { MPESA_COLLECTIONS, mpesaCallbackToken, recordReversalResult, recordStkCallback } from '../../../common/operator-callbacks.js';
+import { mpesaConnector } from '../../../worker/operators/mpesa.js';
+import { FakeServer } from '../../fakes/fake-server.js';
+import { MpesaFake } from '../../fakes/mpesa-fake.js';
+import { stackUrls, uniqueName } from '../../helpers/service.js';
+
+const credentials = {
+  consumerKey: 'consumer-key-abcdef', consumerSecret: 'consumer-secret-123456', shortcode: '174379',
+  passkey: 'bfb279f9aa9bdbcf158e97dd71a467cd2e0c893059b10f78e6b72ada1ed2c919', initiatorName: 'testapi', securityCredential: 'encrypted-credential-xyz',
+};
+
+let fake: MpesaFake;
+let routes: FakeServer;
+let redis: Redis;
+let mongo: MongoClient;
+let db: Db;
+const recorded: Array<{ path: string; answer: unknown }> = [];
+
+test.before(async () => {
+  fake = await new MpesaFake(credentials).start();
+  redis = new Redis(stackUrls().redisUrl);
+  mongo = new MongoClient(stackUrls().mongoUrl);
+  await mongo.connect();
+  db = mongo.db(uniqueName('mpesa'));
+  routes = await new FakeServer(async (request) => {
+    const params = Object.fromEntries(request.query);
+    const answer = request.path === '/operators/mpesa/callback'
+      ? await recordStkCallback(db, credentials, params, request.body)
+      : await recordReversalResult(db, credentials, params, request.body);
+    recorded.push({ path: request.path, answer });
+    return { status: 200, body: { ResultCode: 0, ResultDesc: 'Accepted' } };
+  }).start();
+});
+
+test.after.always(async () => {
+  await fake.stop();
+  await routes.stop();
+  redis.disconnect();
+  await db.dropDatabase().catch(() => undefined);
+  await mongo.close();
+});
+
+function config(overrides: Partial<MpesaConfig> = {}): MpesaConfig {
+  return { baseUrl: fake.url, ...credentials, ...overrides };
+}
+
+function connector(options: { now?: () => number; timeoutMs?: number; config?: MpesaConfig } = {}) {
+  return mpesaConnector(options.config ?? config(), {
+    redis, db, prefix: uniqueName('mpesa'), now: options.now ?? Date.now, timeoutMs: options.timeoutMs ?? 2_000,
+  });
+}
+
+let phones = 0;
+function attempt(): PaymentAttemptRequest {
+  const id = uniqueName('pi');
+  phones++;
+  return {
+    attemptId: `${id}:1`, paymentIntent: id, amount: 10_000, currency: 'kes',
+    phoneNumber: `+2547${String(10_000_000 + phones).slice(-8)}`, returnUrl: null,
+    callbackUrl: `${routes.url}/operators/mpesa/callback`,
+  };
+}
+
+function refundOf(request: PaymentAttemptRequest, overrides: Partial<RefundRequest> = {}): RefundRequest {
+  return {
+    refundId: uniqueName('re'), paymentIntent: request.paymentIntent, attemptId: request.attemptId, paymentReference: null,
+    amount: request.amount, currency: request.currency, phoneNumber: request.phoneNumber,
+    callbackUrl: `${routes.url}/operators/mpesa/result`, reason: null, ...overrides,
+  };
+}
+
+test.serial('an STK push, pending while the payer decides, then the callback says "look again" and the query says succeeded', async (t) => {
+  const mpesa = connector();
+  const request = attempt();
+  const { operatorReference } = await mpesa.requestPayment(request);
+  const push = fake.pushes.get(operatorReference!)!;
+  t.like(push, { phone: request.phoneNumber.slice(1), amount: 100 });
+  t.deepEqual(await mpesa.outcome(request.attemptId, operatorReference), { kind: 'pending' }, "Daraja's 500 \"being processed\" is pending");
+  await fake.settle(operatorReference!);
+  t.deepEqual(recorded.at(-1), { path: '/operators/mpesa/callback', answer: { attemptId: request.attemptId } });
+  const outcome = await mpesa.outcome(request.attemptId, operatorReference);
+  t.deepEqual(outcome, { kind: 'succeeded', operatorReference: push.receipt }, 'the receipt, from the recorded callback');
+  const stored = await db.collection(MPESA_COLLECTIONS.results).findOne({ _id: `stk:${request.attemptId}` as never });
+  t.false(JSON.stringify(stored).includes(request.phoneNumber.slice(1)), 'the phone number is not kept');
+});
+
+test.serial("Daraja's ResultCodes map to the decline codes", async (t) => {
+  const mpesa = connector();
+  const table = { 1: 'insufficient_funds', 1032: 'payer_declined', 1037: 'approval_timeout', 2001: 'incorrect_pin', 9999: 'operator_unavailable', 4242: 'generic_decline' } as const;
+  for (const [code, decline] of Object.entries(table)) {
+    const request = attempt();
+    fake.outcomes.set(request.phoneNumber.slice(1), Number(code));
+    const { operatorReference } = await mpesa.requestPayment(request);
+    await fake.settle(operatorReference!);
+    t.deepEqual(await mpesa.outcome(request.attemptId), { kind: 'declined', code: decline, operatorCode: code }, code);
+  }
+});
+
+test.serial('a retried job never pushes twice: the claim keeps the CheckoutRequestID', async (t) => {
+  const request = attempt();
+  const first = await connector().requestPayment(request);
+  const again = await connector().requestPayment(request);
+  t.is(again.operatorReference, first.operatorReference);
+  t.is(fake.pushesFor(request.attemptId), 1);
+});
+
+test.serial('two workers asking for one attempt at once: one push, the other retries later', async (t) => {
+  const request = attempt();
+  const [a, b] = await Promise.allSettled([connector().requestPayment(request), connector().requestPayment(request)]);
+  const won = [a, b].filter((r) => r.status === 'fulfilled');
+  const lost = [a, b].filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  t.is(won.length, 1);
+  t.is(lost.length, 1);
+  t.true(lost[0]!.reason instanceof OperatorUnavailableError && isInfrastructureError(lost[0]!.reason));
+  t.is(fake.pushesFor(request.attemptId), 1);
+  t.deepEqual(await connector().requestPayment(request), (won[0] as PromiseFulfilledResult<unknown>).value, 'its retry reuses the push');
+});
+
+test.serial('a crash while the push is in flight: the retry waits, then never pushes again; the callback names the attempt and the query decides', async (t) => {
+  let now = Date.now();
+  const clock = () => now;
+  const request = attempt();
+  const mpesa = connector({ now: clock, timeoutMs: 200 });
+  await mpesa.outcome(attempt().attemptId, 'ws_CO_unknown').catch(() => undefined); // a token first
+  fake.server.delayMs = 600;
+  const err = await t.throwsAsync(mpesa.requestPayment(request), { instanceOf: OperatorUnavailableError });
+  t.is(err?.reason, 'timeout');
+  fake.server.delayMs = 0;
+  t.is(fake.pushesFor(request.attemptId), 1, 'the push reached Daraja; its answer was lost');
+  const retried = connector({ now: clock, timeoutMs: 200 });
+  const inFlight = await t.throwsAsync(retried.requestPayment(request), { instanceOf: OperatorUnavailableError });
+  t.is(inFlight?.reason, 'in_flight');
+  t.true(isInfrastructureError(inFlight), 'retried later');
+  now += 10_000;
+  t.deepEqual(await retried.requestPayment(request), {}, 'its fate unknown: nothing sent again');
+  t.is(fake.pushesFor(request.attemptId), 1, 'the payer was asked once');
+  t.deepEqual(await retried.outcome(request.attemptId), { kind: 'pending' });
+  await fake.settle(fake.pushFor(request.attemptId)!.checkoutRequestId);
+  t.like(await retried.outcome(request.attemptId), { kind: 'succeeded' }, "the callback gave Daraja's id; the query gave the answer");
+});
+
+test.serial('a token that cannot be had frees the claim: the push never left, so the retry sends it', async (t) => {
+  const request = attempt();
+  fake.server.delayMs = 500;
+  const err = await t.throwsAsync(connector({ timeoutMs: 150 }).requestPayment(request), { instanceOf: OperatorUnavailableError });
+  t.is(err?.reason, 'timeout');
+  fake.server.delayMs = 0;
+  t.is(fake.pushesFor(request.attemptId), 0);
+  await connector().requestPayment(request);
+  t.is(fake.pushesFor(request.attemptId), 1);
+});
+
+test.serial('a Daraja 500 frees the claim: infrastructure, no push, and the retry pushes once', async (t) => {
+  const mpesa = connector();
+  const request = attempt();
+  await mpesa.outcome(request.attemptId, 'ws_CO_unknown').catch(() => undefined);
+  fake.server.failNext(1, 503);
+  const err = await t.throwsAsync(mpesa.requestPayment(request), { instanceOf: OperatorUnavailableError });
+  t.true(isInfrastructureError(err));
+  t.is(fake.pushesFor(request.attemptId), 0);
+  await mpesa.requestPayment(request);
+  t.is(fake.pushesFor(request.attemptId), 1);
+});
+
+test.serial("a wrong passkey is Daraja's 500 \"Wrong credentials\": nothing pushed, nothing declined, no secret in the error", async (t) => {
+  const request = attempt();
+  const err = await t.throwsAsync(connector({ config: config({ passkey: 'wrong-passkey' }) }).requestPayment(request), { instanceOf: OperatorUnavailableError });
+  t.is(err?.status, 500);
+  t.is(fake.pushesFor(request.attemptId), 0);
+  for (const secret of ['wrong-passkey', credentials.consumerSecret, request.phoneNumber.slice(1)]) t.false(err?.message.includes(secret));
+  const badKey = await t.throwsAsync(connector({ config: config({ consumerKey: 'nope' }) }).requestPayment(attempt()), { instanceOf: OperatorRequestError });
+  t.is(badKey?.operatorCode, '400.008.01');
+});
+
+test.serial('an invalid phone number is refused at once as payer_not_found, its number not in the error', async (t) => {
+  const request = { ...attempt(), phoneNumber: '+255712345678' };
+  const err = await t.throwsAsync(connector().requestPayment(request), { instanceOf: OperatorRequestError });
+  t.is(err?.declineCode, 'payer_not_found');
+  t.false(err?.message.includes('255712345678'));
+  await t.notThrowsAsync(connector().requestPayment({ ...request, phoneNumber: '+254712345678', attemptId: `${request.attemptId}x` }), 'the claim was freed');
+});
+
+test.serial('the token is cached, refreshed before expiry, and fetched again when Daraja says it is invalid', async (t) => {
+  let now = Date.now();
+  const mpesa = connector({ now: () => now });
+  const before = fake.tokensIssued;
+  const request = attempt();
+  const { operatorReference } = await mpesa.requestPayment(request);
+  await mpesa.outcome(request.attemptId, operatorReference);
+  t.is(fake.tokensIssued - before, 1);
+  now += 3_599_000 - 59_000;
+  await mpesa.outcome(request.attemptId, operatorReference);
+  t.is(fake.tokensIssued - before, 2, 'refreshed a minute before expiry');
+  (fake as unknown as { tokens: Set<string> }).tokens.clear();
+  t.deepEqual(await mpesa.outcome(request.attemptId, operatorReference), { kind: 'pending' });
+  t.is(fake.tokensIssued - before, 3);
+});
+
+test.serial('forged, repeated and malformed callbacks change nothing', async (t) => {
+  const mpesa = connector();
+  const request = attempt();
+  const { operatorReference } = await mpesa.requestPayment(request);
+  const push = fake.pushes.get(operatorReference!)!;
+  const forged = { Body: { stkCallback: { CheckoutRequestID: operatorReference, ResultCode: 0, CallbackMetadata: { Item: [{ Name: 'MpesaReceiptNumber', Value: 'FORGED0001' }] } } } };
+  t.is(await recordStkCallback(db, credentials, { attempt: request.attemptId, t: 'guessed' }, forged), null);
+  t.is(await recordStkCallback(db, credentials, { attempt: request.attemptId }, forged), null);
+  t.is(await recordStkCallback(db, credentials, { attempt: request.attemptId, t: mpesaCallbackToken(credentials, 'another') }, forged), null);
+  t.is(await recordStkCallback(db, credentials, { attempt: request.attemptId, t: mpesaCallbackToken(credentials, request.attemptId) }, { hello: 1 }), null);
+  t.deepEqual(await mpesa.outcome(request.attemptId, operatorReference), { kind: 'pending' }, 'still the query\'s answer');
+  await fake.settle(operatorReference!);
+  const token = mpesaCallbackToken(credentials, request.attemptId);
+  t.deepEqual(await recordStkCallback(db, credentials, { attempt: request.attemptId, t: token }, forged), { attemptId: request.attemptId }, 'a late duplicate is only "look again"');
+  t.deepEqual(await mpesa.outcome(request.attemptId, operatorReference), { kind: 'succeeded', operatorReference: push.receipt }, 'the first genuine receipt stays');
+});
+
+test.serial('a refund is a reversal of the receipt; its Result arrives at the ResultURL; a retry reverses nothing twice', async (t) => {
+  const mpesa = connector();
+  const request = attempt();
+  const { operatorReference } = await mpesa.requestPayment(request);
+  await fake.settle(operatorReference!);
+  const refund = refundOf(request);
+  const started = await mpesa.refund(refund);
+  t.is(started.kind, 'pending');
+  const conversation = started.kind === 'pending' ? started.operatorReference! : '';
+  t.deepEqual(await mpesa.refund(refund), started, 'the retried job: the same reversal, nothing sent');
+  t.is([...fake.reversals.values()].filter((r) => new URL(r.resultUrl).searchParams.get('refund') === refund.refundId).length, 1);
+  t.deepEqual(await mpesa.refundOutcome(refund.refundId, conversation), { kind: 'pending', operatorReference: conversation });
+  t.is(await recordReversalResult(db, credentials, { refund: refund.refundId, t: 'forged' }, { Result: { ResultCode: 0 } }), null, 'a forged result');
+  t.is(await recordReversalResult(db, credentials, { refund: refund.refundId, t: mpesaCallbackToken(credentials, refund.refundId) }, { requestId: 'x' }), null, 'a queue time-out notice is not a result');
+  await fake.deliverReversal(conversation);
+  t.like(await mpesa.refundOutcome(refund.refundId, conversation), { kind: 'succeeded' });
+
+  const again = refundOf(request);
+  await mpesa.refund(again);
+  await fake.deliverReversal([...fake.reversals.keys()].at(-1)!);
+  t.like(await mpesa.refundOutcome(again.refundId), { kind: 'succeeded' }, 'R000001 "already reversed": the money is back');
+});
+
+test.serial('refunds that cannot be made: no receipt (callback lost), a partial amount, a wrong initiator', async (t) => {
+  const mpesa = connector();
+  const lost = attempt();
+  fake.dropCallbacks = true;
+  const { operatorReference } = await mpesa.requestPayment(lost);
+  await fake.settle(operatorReference!);
+  fake.dropCallbacks = false;
+  t.like(await mpesa.outcome(lost.attemptId, operatorReference), { kind: 'succeeded' }, 'the poll finds the payment without the callback');
+  t.deepEqual(await mpesa.refund(refundOf(lost)), { kind: 'failed', code: 'generic_decline', operatorCode: 'receipt_unknown' });
+
+  const paid = attempt();
+  const payment = await mpesa.requestPayment(paid);
+  await fake.settle(payment.operatorReference!);
+  t.like(await mpesa.refund(refundOf(paid, { amount: 5_000 })), { kind: 'failed', operatorCode: 'partial_reversal_unsupported' });
+  const wrongInitiator = connector({ config: config({ initiatorName: 'someone-else' }) });
+  const refund = refundOf(paid);
+  const started = await wrongInitiator.refund(refund);
+  await fake.deliverReversal(started.kind === 'pending' ? started.operatorReference! : '');
+  t.deepEqual(await wrongInitiator.refundOutcome(refund.refundId), { kind: 'failed', code: 'generic_decline', operatorCode: '2001' });
+});

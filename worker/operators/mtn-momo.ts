@@ -1,0 +1,239 @@
+/**
+ * MTN MoMo Open API: Collection `requesttopay` for payments, Disbursement `refund`
+ * for refunds.
+ *
+ * Sources followed:
+ * - MTN MoMo developer portal, API documentation and "Common Error Codes"
+ *   (momodeveloper.mtn.com/api-documentation, /content/html_widgets/3fbhs.html):
+ *   409 `RESOURCE_ALREADY_EXIST` for a reused X-Reference-Id, 401 "Access denied due
+ *   to invalid subscription key", 404 `RESOURCE_NOT_FOUND` from the status GET, 400
+ *   when X-Reference-Id is not a UUID version 4.
+ * - The Collection and Disbursement swagger (token, requesttopay, refund and their
+ *   status GETs; `ErrorReason` codes such as PAYER_NOT_FOUND, NOT_ENOUGH_FUNDS,
+ *   APPROVAL_REJECTED, EXPIRED, INTERNAL_PROCESSING_ERROR, SERVICE_UNAVAILABLE).
+ * - Widely used clients for the shapes the portal leaves implicit: sparkplug/momoapi
+ *   (node, python, ruby), regisbamba/momoapi-java, cynojine/Mtn-MoMo-php-Sdk.
+ *
+ * Ambiguities, and the choice made:
+ * - `reason` on a FAILED transfer is a string in the sandbox ("APPROVAL_REJECTED")
+ *   and an `ErrorReason` object `{code, message}` in the swagger: both are read.
+ * - The sandbox also shows statuses REJECTED, TIMEOUT and ONGOING besides PENDING,
+ *   SUCCESSFUL and FAILED: REJECTED and TIMEOUT are final declines, anything else
+ *   not final is pending.
+ * - A 404 from the status GET of a reference we sent: the request may not have
+ *   reached MTN yet (our POST timed out before MTN stored it). It is read as pending;
+ *   the attempt's window closes it if MTN never knew it.
+ * - Refunds: the portal shows `/disbursement/v1_0/refund` and `/v2_0/refund` (the
+ *   latter adds nothing we need); v1_0 is used. `referenceIdToRefund` is the
+ *   requesttopay's X-Reference-Id, derived again from the attempt id.
+ * - The token answer's `expires_in` is in seconds (3600); the cache refreshes a
+ *   minute early.
+ * - The amount is the major unit as a string ("1500"); the swagger types it as a
+ *   string without saying whether decimals are allowed; two-decimal currencies send
+ *   "12.50".
+ *
+ * Idempotency: the X-Reference-Id is a UUID derived from the attempt id (SHA-256,
+ * shaped as version 4), so a retried job sends the same one, and MTN's 409 "already
+ * exists" is the proof that the first request was stored: success.
+ */
+import { createHash } from 'node:crypto';
+import type { MtnMomoConfig, MtnMomoProductConfig } from '../../common/config.js';
+import type { DeclineCode } from '../../common/lifecycle.js';
+import { majorUnits } from './amounts.js';
+import {
+  OperatorRequestError,
+  type ConnectorDeps,
+  type OperatorConnector,
+  type OperatorResult,
+  type PaymentAttemptRequest,
+  type PaymentRequested,
+  type RefundRequest,
+  type RefundResult,
+} from './connector.js';
+import { callOperator, field, text, type OperatorResponse } from './operator-http.js';
+import { TokenCache } from './token-cache.js';
+
+const OPERATOR = 'mtn_momo';
+
+/**
+ * MTN's `reason` codes (ErrorReason) → DESIGN section 7's decline codes. A code not
+ * listed is `generic_decline`.
+ */
+export const MTN_REASONS: Readonly<Record<string, DeclineCode>> = {
+  PAYER_NOT_FOUND: 'payer_not_found',
+  PAYEE_NOT_FOUND: 'generic_decline',
+  NOT_ENOUGH_FUNDS: 'insufficient_funds',
+  APPROVAL_REJECTED: 'payer_declined',
+  TRANSACTION_CANCELED: 'payer_declined',
+  EXPIRED: 'approval_timeout',
+  PAYER_LIMIT_REACHED: 'limit_exceeded',
+  PAYEE_LIMIT_REACHED: 'limit_exceeded',
+  PAYER_DELAYED: 'approval_timeout',
+  NOT_ALLOWED: 'payer_account_blocked',
+  PAYEE_NOT_ALLOWED_TO_RECEIVE: 'generic_decline',
+  NOT_ALLOWED_TARGET_ENVIRONMENT: 'generic_decline',
+  INVALID_CALLBACK_URL_HOST: 'generic_decline',
+  INVALID_CURRENCY: 'generic_decline',
+  INTERNAL_PROCESSING_ERROR: 'operator_unavailable',
+  SERVICE_UNAVAILABLE: 'operator_unavailable',
+  COULD_NOT_PERFORM_TRANSACTION: 'operator_unavailable',
+  PAYER_FAILED: 'generic_decline',
+};
+
+/** The decline code of a FAILED transaction's `reason` (a string or `{code, message}`). */
+export function mtnDecline(reason: unknown): { code: DeclineCode; operatorCode?: string } {
+  const operatorCode = typeof reason === 'string' ? reason : text(reason, 'code');
+  return { code: (operatorCode && MTN_REASONS[operatorCode]) || 'generic_decline', ...(operatorCode ? { operatorCode } : {}) };
+}
+
+/**
+ * The X-Reference-Id of an attempt or a refund: a UUID version 4 in shape, derived
+ * from the id so a retry reuses it, and unguessable without the id.
+ */
+export function mtnReferenceId(id: string): string {
+  const bytes = createHash('sha256').update(`mtn_momo:${id}`).digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x40;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** The MSISDN as MTN takes it: the E.164 digits, without `+`. */
+const msisdn = (phone: string) => phone.replace(/^\+/, '');
+
+type Product = 'collection' | 'disbursement';
+
+export function mtnMomoConnector(config: MtnMomoConfig, deps: ConnectorDeps & { now: () => number; timeoutMs: number }): OperatorConnector {
+  const tokens: Record<Product, TokenCache> = {
+    collection: tokenCache('collection', config.collection),
+    disbursement: tokenCache('disbursement', config.disbursement),
+  };
+
+  function tokenCache(product: Product, credentials: MtnMomoProductConfig): TokenCache {
+    return new TokenCache({
+      redis: deps.redis,
+      lockKey: `${deps.prefix}:operator-token-lock:mtn_momo:${product}`,
+      now: deps.now,
+      marginMs: 60_000,
+      lockWaitMs: deps.timeoutMs + 5_000,
+      issue: async () => {
+        const basic = Buffer.from(`${credentials.userId}:${credentials.apiKey}`).toString('base64');
+        const answer = await callOperator({
+          operator: OPERATOR,
+          method: 'POST',
+          url: `${config.baseUrl}/${product}/token/`,
+          headers: { authorization: `Basic ${basic}`, 'ocp-apim-subscription-key': credentials.subscriptionKey },
+          timeoutMs: deps.timeoutMs,
+        });
+        const token = text(answer.body, 'access_token');
+        if (answer.status !== 200 || !token) throw new OperatorRequestError(OPERATOR, answer.status, `${product}_token_refused`);
+        return { token, expiresInS: Number(field(answer.body, 'expires_in') ?? 3600) || 3600 };
+      },
+    });
+  }
+
+  /** One call with the product's token; a 401 drops the token and tries once more with a fresh one. */
+  async function call(product: Product, method: 'GET' | 'POST', path: string, extra: Record<string, string>, body?: unknown): Promise<OperatorResponse> {
+    const credentials = config[product];
+    for (let round = 0; ; round++) {
+      const token = await tokens[product].get();
+      const answer = await callOperator({
+        operator: OPERATOR,
+        method,
+        url: `${config.baseUrl}${path}`,
+        headers: {
+          authorization: `Bearer ${token}`,
+          'x-target-environment': config.targetEnvironment,
+          'ocp-apim-subscription-key': credentials.subscriptionKey,
+          ...extra,
+        },
+        body,
+        timeoutMs: deps.timeoutMs,
+      });
+      if (answer.status !== 401 || round > 0) return answer;
+      tokens[product].invalidate(token);
+    }
+  }
+
+  function refused(answer: OperatorResponse): OperatorRequestError {
+    const code = text(answer.body, 'code');
+    return new OperatorRequestError(OPERATOR, answer.status, code, code === 'PAYER_NOT_FOUND' ? 'payer_not_found' : undefined);
+  }
+
+  /** The status GET of a request-to-pay or a refund, read into its parts. */
+  async function status(product: Product, path: string): Promise<{ status: string; reason: unknown; transactionId?: string } | null> {
+    const answer = await call(product, 'GET', path, {});
+    if (answer.status === 404) return null;
+    if (answer.status !== 200) throw refused(answer);
+    return { status: text(answer.body, 'status') ?? '', reason: field(answer.body, 'reason'), transactionId: text(answer.body, 'financialTransactionId') };
+  }
+
+  return {
+    async requestPayment(request: PaymentAttemptRequest): Promise<PaymentRequested> {
+      const referenceId = mtnReferenceId(request.attemptId);
+      const answer = await call('collection', 'POST', '/collection/v1_0/requesttopay', {
+        'x-reference-id': referenceId,
+        'x-callback-url': request.callbackUrl,
+      }, {
+        amount: majorUnits(request.amount, request.currency),
+        currency: request.currency.toUpperCase(),
+        externalId: request.attemptId,
+        payer: { partyIdType: 'MSISDN', partyId: msisdn(request.phoneNumber) },
+        payerMessage: `Payment ${request.paymentIntent}`,
+        payeeNote: request.paymentIntent,
+      });
+      // 409: this reference was stored by an earlier try of this same attempt.
+      if (answer.status === 202 || answer.status === 409) return { operatorReference: referenceId };
+      throw refused(answer);
+    },
+
+    async outcome(attemptId: string, operatorReference?: string): Promise<OperatorResult> {
+      const referenceId = operatorReference ?? mtnReferenceId(attemptId);
+      const found = await status('collection', `/collection/v1_0/requesttopay/${encodeURIComponent(referenceId)}`);
+      if (!found) return { kind: 'pending' };
+      switch (found.status) {
+        case 'SUCCESSFUL':
+          return { kind: 'succeeded', ...(found.transactionId ? { operatorReference: found.transactionId } : {}) };
+        case 'FAILED':
+          return { kind: 'declined', ...mtnDecline(found.reason) };
+        case 'REJECTED':
+          return { kind: 'declined', code: 'payer_declined', operatorCode: 'REJECTED' };
+        case 'TIMEOUT':
+          return { kind: 'declined', code: 'approval_timeout', operatorCode: 'TIMEOUT' };
+        default:
+          return { kind: 'pending' };
+      }
+    },
+
+    async refund(request: RefundRequest): Promise<RefundResult> {
+      const referenceId = mtnReferenceId(`refund:${request.refundId}`);
+      const answer = await call('disbursement', 'POST', '/disbursement/v1_0/refund', {
+        'x-reference-id': referenceId,
+        'x-callback-url': request.callbackUrl,
+      }, {
+        amount: majorUnits(request.amount, request.currency),
+        currency: request.currency.toUpperCase(),
+        externalId: request.refundId,
+        payerMessage: `Refund ${request.paymentIntent}`,
+        payeeNote: request.refundId,
+        referenceIdToRefund: mtnReferenceId(request.attemptId),
+      });
+      if (answer.status === 202 || answer.status === 409) return { kind: 'pending', operatorReference: referenceId };
+      const code = text(answer.body, 'code');
+      // The refund itself is refused (the payment is unknown to MTN, the amount too large): final.
+      if (answer.status >= 400 && answer.status < 500 && answer.status !== 401 && answer.status !== 403) {
+        return { kind: 'failed', code: (code && MTN_REASONS[code]) || 'generic_decline', ...(code ? { operatorCode: code } : {}) };
+      }
+      throw refused(answer);
+    },
+
+    async refundOutcome(refundId: string, operatorReference?: string): Promise<RefundResult> {
+      const referenceId = operatorReference ?? mtnReferenceId(`refund:${refundId}`);
+      const found = await status('disbursement', `/disbursement/v1_0/refund/${encodeURIComponent(referenceId)}`);
+      if (!found) return { kind: 'pending', operatorReference: referenceId };
+      if (found.status === 'SUCCESSFUL') return { kind: 'succeeded', operatorReference: found.transactionId ?? referenceId };
+      if (found.status === 'FAILED') return { kind: 'failed', ...mtnDecline(found.reason) };
+      return { kind: 'pending', operatorReference: referenceId };
+    },
+  };
+}

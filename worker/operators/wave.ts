@@ -1,0 +1,158 @@
+/**
+ * Wave Checkout API: a checkout session per attempt, the payer redirected to its
+ * `wave_launch_url`, the session GET for the outcome, and the session's refund.
+ * Wave's signed webhooks are checked by `verifyWaveSignature`
+ * (common/operator-callbacks.ts), which the api's webhook route uses.
+ *
+ * Sources followed:
+ * - Wave's Checkout API reference (docs.wave.com/checkout): `POST
+ *   /v1/checkout/sessions`, `GET /v1/checkout/sessions/:id`, `GET
+ *   /v1/checkout/sessions/search?client_reference=…`, `POST
+ *   /v1/checkout/sessions/:id/refund`; Bearer API keys; the error body `{code,
+ *   message}` with codes such as `missing-auth-header`, `invalid-auth`,
+ *   `api-key-revoked`, `request-validation-error`, `checkout-session-not-found`,
+ *   `checkout-refund-failed`; the session's `checkout_status` (open, complete,
+ *   expired), `payment_status` (processing, cancelled, succeeded) and
+ *   `last_payment_error.code` (blocked-account, cross-border-payment-not-allowed,
+ *   customer-age-restricted, insufficient-funds, kyb-limits-exceeded,
+ *   payer-mobile-mismatch, payment-failure).
+ * - Wave's webhook guide (docs.wave.com/webhook): the "signing secret" strategy's
+ *   `Wave-Signature: t=<timestamp>,v1=<hex>[,v1=<hex>…]` header, the HMAC-SHA256 of
+ *   the timestamp followed directly by the raw body, keyed with the secret.
+ * - Open-source clients for the shapes: 0xc007b/wave-api-client (TypeScript), and
+ *   the PHP verification routine Wave's guide shows, as copied in public projects.
+ *
+ * Ambiguities, and the choice made:
+ * - The signed string: Wave's example concatenates timestamp and body with no
+ *   separator (unlike Stripe's `t.body`); followed as written.
+ * - A replay window is not stated: signatures older (or newer) than 5 minutes are
+ *   refused, as Stripe and Standard Webhooks do.
+ * - `success_url` and `error_url` are required: both are the confirm's `return_url`,
+ *   or, when the merchant gave none, the request's `callbackUrl` (a page of ours).
+ * - A failed payment leaves the session `open` (the payer may try again) with
+ *   `last_payment_error` set: that is still pending; only `expired` is final, its
+ *   decline taken from `last_payment_error` when there is one, else
+ *   `approval_timeout`.
+ * - Refunds: the reference shows no refund object and no partial amount; the whole
+ *   session is refunded and a 200 means done. The `idempotency-key` header is sent
+ *   with the refund too (the refund id), so a retry replays the first answer; where
+ *   Wave would not honour it, a retried refund of a refunded session would answer
+ *   `checkout-refund-failed`, which is why `refundOutcome` asks the same request
+ *   again rather than reading a status.
+ * - Amounts are strings in major units; XOF has no decimals.
+ * - `restrict_payer_mobile` is not sent: as Wave's default, the payer may pay from
+ *   another Wave account than the confirm's phone number (the number is for the
+ *   merchant's records). Sending it would add `payer-mobile-mismatch` declines.
+ */
+import type { WaveConfig } from '../../common/config.js';
+import type { DeclineCode } from '../../common/lifecycle.js';
+import { majorUnits } from './amounts.js';
+import {
+  OperatorRequestError,
+  type ConnectorDeps,
+  type OperatorConnector,
+  type OperatorResult,
+  type PaymentAttemptRequest,
+  type PaymentRequested,
+  type RefundRequest,
+  type RefundResult,
+} from './connector.js';
+import { callOperator, field, text, type OperatorResponse } from './operator-http.js';
+
+const OPERATOR = 'wave';
+
+/** Wave's `last_payment_error.code` values → DESIGN section 7's decline codes; others are `generic_decline`. */
+export const WAVE_PAYMENT_ERRORS: Readonly<Record<string, DeclineCode>> = {
+  'insufficient-funds': 'insufficient_funds',
+  'blocked-account': 'payer_account_blocked',
+  'kyb-limits-exceeded': 'limit_exceeded',
+  'payer-mobile-mismatch': 'payer_declined',
+  'customer-age-restricted': 'generic_decline',
+  'cross-border-payment-not-allowed': 'generic_decline',
+  'payment-failure': 'operator_unavailable',
+};
+
+/** Our reading of a checkout session. */
+export function waveSessionOutcome(session: unknown): OperatorResult {
+  const checkout = text(session, 'checkout_status');
+  const payment = text(session, 'payment_status');
+  const id = text(session, 'id');
+  if (payment === 'succeeded') return { kind: 'succeeded', ...(id ? { operatorReference: id } : {}) };
+  if (checkout === 'expired' || checkout === 'complete') {
+    const operatorCode = text(field(session, 'last_payment_error'), 'code');
+    if (operatorCode) return { kind: 'declined', code: WAVE_PAYMENT_ERRORS[operatorCode] ?? 'generic_decline', operatorCode };
+    return { kind: 'declined', code: checkout === 'expired' ? 'approval_timeout' : 'payer_declined', operatorCode: `checkout_${checkout}` };
+  }
+  return { kind: 'pending' };
+}
+
+export function waveConnector(config: WaveConfig, deps: ConnectorDeps & { now: () => number; timeoutMs: number }): OperatorConnector {
+  function call(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<OperatorResponse> {
+    return callOperator({
+      operator: OPERATOR,
+      method,
+      url: `${config.baseUrl}${path}`,
+      headers: { authorization: `Bearer ${config.apiKey}`, ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) },
+      body,
+      timeoutMs: deps.timeoutMs,
+    });
+  }
+
+  const refused = (answer: OperatorResponse) => new OperatorRequestError(OPERATOR, answer.status, text(answer.body, 'code'));
+
+  /** The session of an attempt: by its id when known, else found by our `client_reference`. */
+  async function session(attemptId: string, sessionId?: string): Promise<unknown> {
+    if (sessionId) {
+      const answer = await call('GET', `/v1/checkout/sessions/${encodeURIComponent(sessionId)}`);
+      if (answer.status === 404) return null;
+      if (answer.status !== 200) throw refused(answer);
+      return answer.body;
+    }
+    const answer = await call('GET', `/v1/checkout/sessions/search?client_reference=${encodeURIComponent(attemptId)}`);
+    if (answer.status !== 200) throw refused(answer);
+    const found = field(answer.body, 'result');
+    return Array.isArray(found) && found.length > 0 ? found[0] : null;
+  }
+
+  async function refundSession(refundId: string, sessionId: string): Promise<RefundResult> {
+    const answer = await call('POST', `/v1/checkout/sessions/${encodeURIComponent(sessionId)}/refund`, undefined, refundId);
+    if (answer.status === 200) return { kind: 'succeeded', operatorReference: sessionId };
+    const code = text(answer.body, 'code');
+    if (code === 'checkout-refund-failed' || code === 'checkout-session-not-found') return { kind: 'failed', code: 'generic_decline', operatorCode: code };
+    throw refused(answer);
+  }
+
+  return {
+    async requestPayment(request: PaymentAttemptRequest): Promise<PaymentRequested> {
+      const back = request.returnUrl ?? request.callbackUrl;
+      const answer = await call('POST', '/v1/checkout/sessions', {
+        amount: majorUnits(request.amount, request.currency),
+        currency: request.currency.toUpperCase(),
+        success_url: back,
+        error_url: back,
+        client_reference: request.attemptId,
+      }, request.attemptId);
+      const id = text(answer.body, 'id');
+      const launch = text(answer.body, 'wave_launch_url');
+      if (answer.status !== 200 || !id || !launch) throw refused(answer);
+      return { operatorReference: id, redirectUrl: launch };
+    },
+
+    async outcome(attemptId: string, operatorReference?: string): Promise<OperatorResult> {
+      const found = await session(attemptId, operatorReference);
+      return found ? waveSessionOutcome(found) : { kind: 'pending' };
+    },
+
+    async refund(request: RefundRequest): Promise<RefundResult> {
+      const sessionId = request.paymentReference ?? text(await session(request.attemptId), 'id');
+      if (!sessionId) return { kind: 'failed', code: 'generic_decline', operatorCode: 'checkout-session-not-found' };
+      return refundSession(request.refundId, sessionId);
+    },
+
+    async refundOutcome(refundId: string, operatorReference?: string): Promise<RefundResult> {
+      // No refund object to read: the same request, under the same idempotency key, gives the first answer again.
+      if (!operatorReference) return { kind: 'pending' };
+      return refundSession(refundId, operatorReference);
+    },
+  };
+}
