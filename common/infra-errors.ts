@@ -65,10 +65,9 @@ const TRANSIENT_MESSAGE = /not master|node is recovering/i;
 
 /**
  * True for a lost or unreachable Redis or MongoDB, a MongoDB between primaries or
- * shutting down, a database too busy to take a write, or a live operator that gave no answer
- * (`OperatorUnavailableError`): the api answers 503 with
- * `Retry-After`, and a job retries with jittered backoff. Such a fault is never a
- * request's result.
+ * shutting down, a database too busy to take a write, or a live operator that gave
+ * no answer (`OperatorUnavailableError`): the api answers 503 with `Retry-After`,
+ * and a job retries with jittered backoff. Such a fault is never a request's result.
  */
 export function isInfrastructureError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
@@ -80,6 +79,7 @@ export function isInfrastructureError(err: unknown): boolean {
   ) {
     return true;
   }
+  if (err instanceof OperatorUnavailableError) return true;
   if (err instanceof MongoServerError) {
     if (LOCKED.test(err.message) || TRANSIENT_MESSAGE.test(err.message) || TRANSIENT_SERVER_CODES.has(Number(err.code))) return true;
   }
