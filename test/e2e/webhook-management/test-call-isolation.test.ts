@@ -38,37 +38,46 @@ test("64 test calls at a receiver that holds each for 8 s leave another project'
   const warm = await service.request('POST', '/v1/payment_intents', { key: victim, body: { amount: 1, currency: 'xof' } });
   t.is(warm.status, 200, warm.text);
 
+  // The victim's keyed creates, four at a time, for `forMs`: their durations.
+  let n = 0;
+  const victimCreates = async (forMs: number) => {
+    const durations: number[] = [];
+    const statuses: number[] = [];
+    const until = Date.now() + forMs;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (Date.now() < until) {
+          const started = Date.now();
+          const res = await service.request('POST', '/v1/payment_intents', {
+            key: victim,
+            body: { amount: 100 + n, currency: 'xof' },
+            headers: { 'Idempotency-Key': `victim-${n++}` },
+          });
+          durations.push(Date.now() - started);
+          statuses.push(res.status);
+        }
+      }),
+    );
+    durations.sort((a, b) => a - b);
+    return { durations, statuses, p95: durations[Math.min(durations.length - 1, Math.ceil(durations.length * 0.95) - 1)] as number };
+  };
+  // The same machine's pace without the storm: a loaded machine slows every create.
+  const baseline = await victimCreates(3000);
+
   const storm = Promise.all(
     Array.from({ length: 64 }, () => service.request('POST', `/v1/webhook_endpoints/${endpoint.body.id}/test`, { key: attacker, body: {} })),
   );
-  // The victim's keyed creates, four at a time, for as long as the tarpit holds.
   await new Promise((resolve) => setTimeout(resolve, 300));
-  const durations: number[] = [];
-  const statuses: number[] = [];
-  const until = Date.now() + HOLD_MS;
-  let n = 0;
-  await Promise.all(
-    Array.from({ length: 4 }, async () => {
-      while (Date.now() < until) {
-        const started = Date.now();
-        const res = await service.request('POST', '/v1/payment_intents', {
-          key: victim,
-          body: { amount: 100 + n, currency: 'xof' },
-          headers: { 'Idempotency-Key': `victim-${n++}` },
-        });
-        durations.push(Date.now() - started);
-        statuses.push(res.status);
-      }
-    }),
-  );
+  const { durations, statuses, p95 } = await victimCreates(HOLD_MS);
   const answers: ApiResponse[] = await storm;
 
-  durations.sort((a, b) => a - b);
-  const p95 = durations[Math.min(durations.length - 1, Math.ceil(durations.length * 0.95) - 1)] as number;
-  t.log(`victim: ${durations.length} keyed creates during the storm, p50 ${durations[Math.floor(durations.length / 2)]} ms, p95 ${p95} ms, max ${durations.at(-1)} ms`);
+  t.log(`victim before the storm: ${baseline.durations.length} keyed creates, p95 ${baseline.p95} ms`);
+  t.log(`victim during the storm: ${durations.length} keyed creates, p50 ${durations[Math.floor(durations.length / 2)]} ms, p95 ${p95} ms, max ${durations.at(-1)} ms`);
   t.true(durations.length >= 8, 'the victim got creates through during the storm');
-  t.deepEqual([...new Set(statuses)], [200], "every one of the victim's creates succeeded: no 503");
-  t.true(p95 < 1000, `the victim's p95 stays under 1 s (was ${p95} ms)`);
+  t.deepEqual([...new Set([...baseline.statuses, ...statuses])], [200], "every one of the victim's creates succeeded: no 503");
+  // Under 1 s; on a machine so loaded that creates are slow anyway, no slower than twice their pace before the storm.
+  const bound = Math.max(1000, 2 * baseline.p95);
+  t.true(p95 < bound, `the victim's p95 stays under ${bound} ms (was ${p95} ms)`);
 
   const byStatus: Record<number, number> = {};
   for (const a of answers) byStatus[a.status] = (byStatus[a.status] ?? 0) + 1;
