@@ -23,6 +23,19 @@ type PaymentIntentField = keyof ReturnType<typeof presentPaymentIntent>;
 
 export const PAYMENT_INTENT_ID = '^pi_[0-9A-Za-z]+$';
 
+/** The Stripe SDK's options that point it at `baseUrl`: `{ host: '…', port: …, protocol: '…' }`. */
+export function sdkClientOptions(baseUrl: string): string {
+  try {
+    const url = new URL(baseUrl);
+    const protocol = url.protocol === 'https:' ? 'https' : 'http';
+    const port = url.port === '' ? (protocol === 'https' ? 443 : 80) : Number(url.port);
+    return `{ host: '${url.hostname}', port: ${port}, protocol: '${protocol}' }`;
+  } catch {
+    // A Host header that is no host: a placeholder.
+    return `{ host: 'localhost', port: 3000, protocol: 'http' }`;
+  }
+}
+
 /**
  * Shown by Redoc beside the create operation, with the service's own base URL
  * (`PUBLIC_BASE_URL`, else the origin the reference was asked on): pasted as they
@@ -30,15 +43,7 @@ export const PAYMENT_INTENT_ID = '^pi_[0-9A-Za-z]+$';
  */
 export function createSamples(baseUrl: string): Array<{ lang: string; label: string; source: string }> {
   const base = baseUrl.replace(/\/+$/, '');
-  let client = `{ host: 'localhost', port: 3000, protocol: 'http' }`;
-  try {
-    const url = new URL(base);
-    const protocol = url.protocol === 'https:' ? 'https' : 'http';
-    const port = url.port === '' ? (protocol === 'https' ? 443 : 80) : Number(url.port);
-    client = `{ host: '${url.hostname}', port: ${port}, protocol: '${protocol}' }`;
-  } catch {
-    // A Host header that is no host: the SDK sample keeps a placeholder.
-  }
+  const client = sdkClientOptions(base);
   return [
     {
       lang: 'Shell',

@@ -14,9 +14,9 @@
  * attempt has a token of its own, or none. The page never shows the client secret or
  * the full phone number.
  *
- * A button that ends on the payer's side sends the browser to `return_url` with
- * `payment_intent` and `payment_intent_client_secret` added to its query, as Stripe's
- * redirects do.
+ * The payer's answer sends the browser to `return_url` with `payment_intent` and
+ * `payment_intent_client_secret` added to its query, as Stripe's redirects do; a
+ * press on a link whose attempt is over comes back to the page instead.
  */
 import { timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
@@ -136,7 +136,9 @@ export function checkoutRouter(deps: AppDeps): Router<State> {
       );
     }
     ctx.status = 303;
-    const returnUrl = doc.payment?.return_url;
+    // Back to the merchant only from the payer's answer: a press on a spent link (its
+    // token lives on) gets the page with the outcome, never the client secret again.
+    const returnUrl = doc.status === 'requires_action' ? doc.payment?.return_url : null;
     ctx.redirect(returnUrl ? returnUrlFor(returnUrl, { id: doc._id, clientSecret: doc.client_secret }) : `/test/checkout/${encodeURIComponent(token)}`);
   });
 

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import Router from '@koa/router';
 import type { AppDeps, State } from '../context.js';
 import { buildOpenApiDocument, OPENAPI_PATH } from '../openapi/document.js';
+import { sdkClientOptions } from '../openapi/payment-intents.js';
 import { baseUrlOf, sendJson } from '../respond.js';
 
 export const DOCS_PATH = '/docs';
@@ -50,25 +51,35 @@ nav a{color:#32329f;text-decoration:none}
 </html>
 `;
 
-/** Documents kept by base URL: one with `PUBLIC_BASE_URL`, else one per origin asked on (a few). */
-const DOCUMENTS_KEPT = 8;
+/** Built once with this base URL; each request's own is put in its place (the build takes milliseconds, this a fraction). */
+const PLACEHOLDER_BASE_URL = 'https://base-url.invalid';
+
+/** `text` as it appears inside a JSON string. */
+const inJson = (text: string) => JSON.stringify(text).slice(1, -1);
+
+/**
+ * The OpenAPI document's JSON for a base URL: `servers` and the code samples carry it.
+ * With `PUBLIC_BASE_URL` it is one string; else it follows the origin asked on.
+ */
+function documentJson(config: AppDeps['config']): (baseUrl: string) => string {
+  const template = JSON.stringify(buildOpenApiDocument(config, PLACEHOLDER_BASE_URL));
+  const parts = template.split(inJson(sdkClientOptions(PLACEHOLDER_BASE_URL))).map((part) => part.split(PLACEHOLDER_BASE_URL));
+  const fill = (baseUrl: string) => {
+    const base = baseUrl.replace(/\/+$/, '');
+    return parts.map((part) => part.join(inJson(base))).join(inJson(sdkClientOptions(base)));
+  };
+  if (config.publicBaseUrl !== null) {
+    const pinned = fill(config.publicBaseUrl);
+    return () => pinned;
+  }
+  return fill;
+}
 
 export function referenceRouter(deps: AppDeps): Router<State> {
   const router = new Router<State>();
-  const documents = new Map<string, string>();
+  const documentFor = documentJson(deps.config);
   const require = createRequire(import.meta.url);
   let redoc: Promise<Buffer> | null = null;
-
-  /** The document with the service's own base URL in `servers` and the samples. */
-  function documentFor(baseUrl: string): string {
-    let document = documents.get(baseUrl);
-    if (document === undefined) {
-      document = JSON.stringify(buildOpenApiDocument(deps.config, baseUrl));
-      if (documents.size >= DOCUMENTS_KEPT) documents.delete(documents.keys().next().value as string);
-      documents.set(baseUrl, document);
-    }
-    return document;
-  }
 
   router.get(OPENAPI_PATH, (ctx) => {
     sendJson(ctx, documentFor(baseUrlOf(deps.config, ctx)));

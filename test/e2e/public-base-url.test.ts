@@ -67,4 +67,11 @@ test('the OpenAPI document’s servers and samples carry PUBLIC_BASE_URL when se
   t.true(samples(ownDoc.body).includes(`curl ${reflecting.baseUrl}/v1/payment_intents -u "$KEY:"`));
   t.true(samples(ownDoc.body).includes(`{ host: '127.0.0.1', port: ${reflecting.port}, protocol: 'http' }`));
   t.false(samples(ownDoc.body).includes('localhost:3000'));
+
+  // Another origin asked on, another address; the pinned one ignores the Host header.
+  const other = (await withHost(reflecting, 'GET', '/openapi.json', 'docs.example:8443')).body as unknown as typeof ownDoc.body;
+  t.deepEqual(other.servers, [{ url: 'http://docs.example:8443', description: 'This service' }]);
+  t.true(samples(other).includes("{ host: 'docs.example', port: 8443, protocol: 'http' }"));
+  const stillPinned = (await withHost(pinned, 'GET', '/openapi.json', 'evil.example')).body as unknown as typeof ownDoc.body;
+  t.deepEqual(stillPinned, pinnedDoc.body);
 });

@@ -316,11 +316,19 @@ test('the checkout page reloaded once the payment ended shows how it ended, neve
     t.false(page.html.includes('<form'), 'nothing to press');
   }
 
+  // A press on a spent link comes back to the page (never to return_url with the client secret again).
+  const spent = await waveCheckout(key, '000', 'https://shop.example/back?order=8');
+  t.is((await press(spent.url, 'cancel')).status, 303);
+  await waitForStatus(service, key, spent.intent.id, 'canceled');
+  const late = await press(spent.url, 'pay');
+  t.is(late.status, 303);
+  t.is(late.headers.get('location'), new URL(spent.url).pathname);
+
   // A replayed Pay on an ended attempt adds nothing: the declined intent stays declined, with no new event.
-  // Every event of the four attempts listed first: 4 + 4 (through processing) + 3 + 3.
-  const before = await until('the 14 events of the four attempts', async () => {
+  // Every event of the five attempts listed first: 4 + 4 (through processing) + 3 + 3 + 3.
+  const before = await until('the 17 events of the five attempts', async () => {
     const count = (await service.request('GET', '/v1/events?limit=100', { key })).body.data.length as number;
-    return count === 14 ? count : undefined;
+    return count === 17 ? count : undefined;
   });
   for (const c of [paid, declined, payerDeclined, canceled]) t.is((await press(c.url, 'pay')).status, 303);
   await new Promise((resolve) => setTimeout(resolve, 1000));
