@@ -45,7 +45,7 @@ test('a replay answered from MongoDB after Redis lost the key is flagged Idempot
 
 test("a request that waits on another request's job of its key gets that job's answer flagged", async (t) => {
   // No worker yet: the first request's job waits in the queue.
-  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '6000', CREATE_ADMISSION_WAIT_MS: '0' } });
+  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '12000', CREATE_ADMISSION_WAIT_MS: '0' } });
   t.teardown(() => service.stop());
   const project = uniqueName('rollback-queued');
   const key = await service.issueKey(project);
