@@ -22,7 +22,7 @@ test.before(async () => {
   [service, receiver] = await Promise.all([
     Service.start({
       workers: 1,
-      env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100', SIMULATOR_SLOW_DELAY_MS: '1500' },
+      env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100', SIMULATOR_SLOW_DELAY_MS: '5000' },
     }),
     Receiver.start(),
   ]);
