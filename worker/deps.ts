@@ -1,0 +1,158 @@
+/**
+ * What the worker's processors run on: the queues they add jobs to, the process's
+ * write gate, and one dependency bag per family of jobs, built once per process
+ * from the clients main.ts made. worker/routes.ts hands the bags to the processors.
+ */
+import type { Redis } from 'ioredis';
+import type { Config } from '../common/config.js';
+import type { IdGenerator } from '../common/ids.js';
+import { openQueue, QUEUES, type DispatchEventData } from '../common/jobs.js';
+import { logQueueErrors, type Logger } from '../common/logger.js';
+import type { Mongo } from '../common/mongo.js';
+import type { StoreProfile } from '../common/store-profile.js';
+import { InsertBatcher } from './group-commit.js';
+import { through, WriteGate } from './lifecycle/write-gate.js';
+import { dispatchEvent } from './processors/dispatch-event.js';
+import type { LifecycleDeps } from './processors/payment-intent-lifecycle.js';
+import type { RefundDeps } from './processors/refunds.js';
+import type { EndpointMutationDeps } from './processors/webhook-endpoint-mutations.js';
+import { endpointSlots } from './webhooks/endpoint-slots.js';
+import { FirstAttempts } from './webhooks/first-attempt.js';
+import { PendingEvents } from './webhooks/pending-events.js';
+import { Redeliveries } from './webhooks/redeliveries.js';
+
+/** An endpoint slot's lease, renewed while its POST runs: a dead worker's slots are free again within it. */
+const SLOT_LEASE_MS = 3_000;
+
+/** How long an attempt's record waits for others to share its commit. */
+const ATTEMPT_BATCH_WAIT_MS = 50;
+
+/**
+ * How long a redelivery counts as pending at most, however its end went unseen: its
+ * schedule (the first steps of the deliveries'), with the jitter, and an hour for
+ * waits for slots.
+ */
+export function redeliveryStaleMs(config: Config['webhooks']): number {
+  const steps = config.retrySchedule.slice(0, Math.max(0, config.redeliveryAttempts - 1));
+  return Math.round(steps.reduce((sum, ms) => sum + ms, 0) * (1 + config.jitter)) + 3600_000;
+}
+
+/** The worker's Redis connections, built by the caller like its MongoDB. */
+export interface WorkerRedis {
+  /** Fail-fast: result publishing, the idempotency cache, subscription hints. A failure fails the job, which is retried. */
+  commands: Redis;
+  /** Patient: the queues this worker adds jobs to. */
+  queues: Redis;
+  /** Patient: BullMQ's blocking connection for its Workers. */
+  workers: Redis;
+}
+
+export interface WorkerDeps {
+  config: Config;
+  logger: Logger;
+  mongo: Mongo;
+  redis: WorkerRedis;
+  /** Epoch ms. */
+  now: () => number;
+  ids: IdGenerator;
+  /** What the store can do (common/store-profile.ts), decided once at start-up. */
+  storeProfile: StoreProfile;
+}
+
+/** Everything the job routes (worker/routes.ts) hand to the processors. */
+export type JobDeps = ReturnType<typeof buildJobDeps>;
+
+export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProfile }: WorkerDeps) {
+  const prefix = config.queuePrefix;
+  const collections = mongo.collections;
+  // Dispatch jobs retry infrastructure faults for a while, then the sweeper takes over;
+  // a completed one is removed so the sweeper can add its id again.
+  const eventsQueue = openQueue(QUEUES.events, {
+    connection: redis.queues,
+    prefix,
+    defaultJobOptions: { attempts: 20, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: 1000 },
+  });
+  const webhooksQueue = openQueue(QUEUES.webhooks, { connection: redis.queues, prefix });
+  const maintenanceQueue = openQueue(QUEUES.maintenance, { connection: redis.queues, prefix });
+  const intentsQueue = openQueue(QUEUES.intents, { connection: redis.queues, prefix });
+  // Read only: how many creates wait (deliveries yield to them).
+  const createsQueue = openQueue(QUEUES.creates, { connection: redis.queues, prefix });
+  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue, intentsQueue, createsQueue], logger);
+  // One gate for the process's batched inserts and transition updates (write-gate.ts).
+  const writesInFlight = config.workerWritesInFlight ?? storeProfile.writesInFlight;
+  const transitionWritesInFlight = Math.min(writesInFlight, config.workerTransitionWritesInFlight ?? storeProfile.transitionWritesInFlight);
+  const writes = new WriteGate(writesInFlight);
+  const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
+  const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
+  const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
+  const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, leaseMs: SLOT_LEASE_MS });
+  // Attempts are recorded after their POST, where no client waits: a longer window
+  // than the creates' gathers more of them into each commit.
+  const attempts = new InsertBatcher({ maxDocs: 64, waitMs: ATTEMPT_BATCH_WAIT_MS, gate: writes });
+  const deliverDeps = { collections, config: config.webhooks, logger, now, ids, slots, attempts, redis: redis.commands, prefix };
+  // The delivery worker, once started: first attempts are made in place only while it
+  // takes deliveries at full concurrency (not while they yield to creates).
+  const deliveries: { worker?: { concurrency: number } } = {};
+  const first = new FirstAttempts({
+    ...deliverDeps,
+    pending,
+    webhooksQueue,
+    limit: config.webhooks.concurrency,
+    open: () => deliveries.worker !== undefined && deliveries.worker.concurrency >= config.webhooks.concurrency,
+  });
+  const dispatchDeps = { collections, webhooksQueue, config: config.webhooks, pending, first, redis: redis.commands, prefix };
+  // Events are fanned out in the job that records them (their first attempts made
+  // there too); the dispatch job is the fallback.
+  const fanOut = (event: DispatchEventData, json: string) => dispatchEvent(dispatchDeps, event, json);
+  const lifecycleDeps: LifecycleDeps = {
+    ...createDeps,
+    eventsQueue,
+    fanOut,
+    intentsQueue,
+    ids,
+    simulator: config.simulator,
+    confirmFailureLimit: config.confirmFailureLimit,
+    // No live connector is registered until the lifecycle decides live intents from
+    // their answers alone (security review M3; issue 28's wiring, docs/payments.md
+    // "Live operators"): registering one today would let the simulator decide them.
+    connectors: new Map(),
+    // Transition updates hold at most their share of the slots: the inserts keep the rest.
+    writes: through(new WriteGate(transitionWritesInFlight), writes),
+    atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,
+    logger,
+  };
+  const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl };
+
+  const redeliveries = new Redeliveries(redis.commands, {
+    prefix,
+    limit: config.webhooks.endpointRedeliveryLimit,
+    staleMs: redeliveryStaleMs(config.webhooks),
+  });
+  const endpointDeps: EndpointMutationDeps = { ...createDeps, webhooksQueue, redeliveries, config: config.webhooks, deliver: deliverDeps, ids, logger };
+
+  return {
+    config,
+    now,
+    collections,
+    redis,
+    prefix,
+    eventsQueue,
+    webhooksQueue,
+    maintenanceQueue,
+    intentsQueue,
+    createsQueue,
+    writesInFlight,
+    transitionWritesInFlight,
+    createDeps,
+    pending,
+    deliverDeps,
+    deliveries,
+    first,
+    dispatchDeps,
+    fanOut,
+    lifecycleDeps,
+    refundDeps,
+    redeliveries,
+    endpointDeps,
+  };
+}
