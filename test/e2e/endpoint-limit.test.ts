@@ -3,27 +3,20 @@
  * that it holds under concurrent creates on several of them.
  */
 import test from 'ava';
-import { Service, uniqueName, until } from '../helpers/service.js';
+import { uniqueName, until } from '../helpers/service.js';
+import { useService } from '../helpers/use-service.js';
 
-let service: Service;
-
-test.before(async () => {
-  service = await Service.start({ workers: 2 });
-});
-
-test.after.always(async () => {
-  await service?.stop();
-});
+const e2e = useService(test, { workers: 2 });
 
 const WE = '/v1/webhook_endpoints';
 
 test('24 concurrent creates in one scope: exactly 16 endpoints, the rest 400 webhook_endpoint_limit', async (t) => {
   const project = uniqueName('cap');
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   // A client retries 409 and 503 with the same key until it gets an answer, as the README says.
   const settle = (i: number) =>
     until(`an answer for cap-${i}`, async () => {
-      const res = await service.request('POST', WE, { key, body: { url: `https://example.com/${i}` }, headers: { 'Idempotency-Key': `cap-${i}` } });
+      const res = await e2e.service.request('POST', WE, { key, body: { url: `https://example.com/${i}` }, headers: { 'Idempotency-Key': `cap-${i}` } });
       return res.status === 409 || res.status === 503 ? undefined : res;
     }, 120_000);
   const results = await Promise.all(Array.from({ length: 24 }, (_, i) => settle(i)));
@@ -37,14 +30,14 @@ test('24 concurrent creates in one scope: exactly 16 endpoints, the rest 400 web
     t.is(r.body.error.request_id, r.headers.get('request-id'));
     t.regex(r.body.error.doc_url, /\/docs\/errors#webhook_endpoint_limit$/);
   }
-  t.is(await (await service.db()).collection('webhook_endpoints').countDocuments({ project }), 16);
+  t.is(await (await e2e.service.db()).collection('webhook_endpoints').countDocuments({ project }), 16);
 
   // Full: the 17th is refused, and a retry of a refused key is refused again (not recorded, not stuck in flight).
-  const again = await service.request('POST', WE, { key, body: { url: 'https://example.com/17' } });
+  const again = await e2e.service.request('POST', WE, { key, body: { url: 'https://example.com/17' } });
   t.is(again.status, 400);
   t.is(again.body.error.code, 'webhook_endpoint_limit');
   const refusedIndex = results.indexOf(refused[0]!);
-  const retry = await service.request('POST', WE, {
+  const retry = await e2e.service.request('POST', WE, {
     key,
     body: { url: `https://example.com/${refusedIndex}` },
     headers: { 'Idempotency-Key': `cap-${refusedIndex}` },
@@ -54,7 +47,7 @@ test('24 concurrent creates in one scope: exactly 16 endpoints, the rest 400 web
 
   // A key that did create one still replays it.
   const createdIndex = results.indexOf(ok[0]!);
-  const replay = await service.request('POST', WE, {
+  const replay = await e2e.service.request('POST', WE, {
     key,
     body: { url: `https://example.com/${createdIndex}` },
     headers: { 'Idempotency-Key': `cap-${createdIndex}` },
@@ -65,12 +58,12 @@ test('24 concurrent creates in one scope: exactly 16 endpoints, the rest 400 web
 
 test('the cap is per project and mode', async (t) => {
   const project = uniqueName('capscope');
-  const [test16, live, other] = await Promise.all([service.issueKey(project), service.issueKey(project, true), service.issueKey(uniqueName('capother'))]);
+  const [test16, live, other] = await Promise.all([e2e.service.issueKey(project), e2e.service.issueKey(project, true), e2e.key('capother')]);
   for (let i = 0; i < 16; i++) {
-    const res = await service.request('POST', WE, { key: test16, body: { url: `https://example.com/${i}` } });
+    const res = await e2e.service.request('POST', WE, { key: test16, body: { url: `https://example.com/${i}` } });
     t.is(res.status, 200);
   }
-  t.is((await service.request('POST', WE, { key: test16, body: { url: 'https://example.com/x' } })).status, 400);
-  t.is((await service.request('POST', WE, { key: live, body: { url: 'https://example.com/live' } })).status, 200);
-  t.is((await service.request('POST', WE, { key: other, body: { url: 'https://example.com/other' } })).status, 200);
+  t.is((await e2e.service.request('POST', WE, { key: test16, body: { url: 'https://example.com/x' } })).status, 400);
+  t.is((await e2e.service.request('POST', WE, { key: live, body: { url: 'https://example.com/live' } })).status, 200);
+  t.is((await e2e.service.request('POST', WE, { key: other, body: { url: 'https://example.com/other' } })).status, 200);
 });

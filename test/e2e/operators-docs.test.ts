@@ -9,20 +9,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { Service, uniqueName } from '../helpers/service.js';
+import { useService } from '../helpers/use-service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const docs = readFileSync(path.join(root, 'docs', 'payments.md'), 'utf8');
 
-let service: Service;
-
-test.before(async () => {
-  service = await Service.start({ workers: 0 });
-});
-
-test.after.always(async () => {
-  await service?.stop();
-});
+const e2e = useService(test, { workers: 0 });
 
 /** The rows of the first markdown table under `heading`, as arrays of trimmed cells. */
 function tableUnder(heading: string, nth = 0): string[][] {
@@ -57,8 +49,8 @@ function minorUnits(shown: string): number {
 const code = (cell: string) => cell.replaceAll('`', '');
 
 test('the docs catalog table and GET /v1/operators say the same thing', async (t) => {
-  const key = await service.issueKey(uniqueName('docs'));
-  const res = await service.request('GET', '/v1/operators', { key });
+  const key = await e2e.key('docs');
+  const res = await e2e.service.request('GET', '/v1/operators', { key });
   t.is(res.status, 200, res.text);
   const fromApi = (res.body.data as Array<{ id: string; flow: string; refunds: string; countries: Array<Record<string, unknown>> }>).flatMap((o) =>
     o.countries.map((c) => ({ operator: o.id, country: c.country, calling_code: c.calling_code, currencies: c.currencies, min_amount: c.min_amount, max_amount: c.max_amount, flow: o.flow, refunds: o.refunds })),
@@ -78,18 +70,18 @@ test('the docs catalog table and GET /v1/operators say the same thing', async (t
 });
 
 test('the docs prefix table and GET /v1/operators/resolve agree', async (t) => {
-  const key = await service.issueKey(uniqueName('prefixes'));
+  const key = await e2e.key('prefixes');
   const rows = tableUnder('### Which operator a number belongs to');
   t.true(rows.length >= 30, `the prefix table has ${rows.length} rows`);
   for (const [country, operator, prefixes] of rows) {
     const calling = country!.split('+')[1]!;
     if (prefixes === 'any number') {
-      const res = await service.request('GET', `/v1/operators/resolve?phone_number=%2B${calling}900000000`, { key });
+      const res = await e2e.service.request('GET', `/v1/operators/resolve?phone_number=%2B${calling}900000000`, { key });
       t.true((res.body.candidates as string[]).includes(code(operator!)), `${country} ${operator}: any number`);
       continue;
     }
     for (const prefix of prefixes!.split(' ')) {
-      const res = await service.request('GET', `/v1/operators/resolve?phone_number=%2B${calling}${prefix.padEnd(9, '0')}`, { key });
+      const res = await e2e.service.request('GET', `/v1/operators/resolve?phone_number=%2B${calling}${prefix.padEnd(9, '0')}`, { key });
       t.is(res.status, 200, res.text);
       t.is(res.body.operator, code(operator!), `${country} ${prefix}`);
     }

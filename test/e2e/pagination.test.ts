@@ -3,17 +3,9 @@
  * client keeps creating sees each object exactly once, newest first.
  */
 import test from 'ava';
-import { Service } from '../helpers/service.js';
+import { useService } from '../helpers/use-service.js';
 
-let service: Service;
-
-test.before(async () => {
-  service = await Service.start({ workers: 2 });
-});
-
-test.after.always(async () => {
-  await service?.stop();
-});
+const e2e = useService(test, { workers: 2 });
 
 async function createMany(key: string, count: number, concurrency = 16): Promise<string[]> {
   const ids: string[] = [];
@@ -22,7 +14,7 @@ async function createMany(key: string, count: number, concurrency = 16): Promise
     Array.from({ length: concurrency }, async () => {
       while (next < count) {
         next++;
-        const res = await service.request('POST', '/v1/payment_intents', { key, body: { amount: 100 + next } });
+        const res = await e2e.service.request('POST', '/v1/payment_intents', { key, body: { amount: 100 + next } });
         if (res.status !== 200) throw new Error(`create failed: ${res.status} ${res.text}`);
         ids.push(res.body.id);
       }
@@ -32,7 +24,7 @@ async function createMany(key: string, count: number, concurrency = 16): Promise
 }
 
 test('walking every page of 250 objects while another client creates sees each exactly once, newest first', async (t) => {
-  const key = await service.issueKey('walk');
+  const key = await e2e.service.issueKey('walk');
   const existing = await createMany(key, 250);
   t.is(new Set(existing).size, 250);
 
@@ -47,7 +39,7 @@ test('walking every page of 250 objects while another client creates sees each e
   let pages = 0;
   for (;;) {
     const query: string = cursor ? `?limit=7&starting_after=${cursor}` : '?limit=7';
-    const page = await service.request('GET', `/v1/payment_intents${query}`, { key });
+    const page = await e2e.service.request('GET', `/v1/payment_intents${query}`, { key });
     t.is(page.status, 200, page.text);
     const ids = page.body.data.map((p: { id: string }) => p.id) as string[];
     seen.push(...ids);
@@ -68,9 +60,9 @@ test('walking every page of 250 objects while another client creates sees each e
 });
 
 test('walking back with ending_before from the oldest object reaches the newest without gaps', async (t) => {
-  const key = await service.issueKey('walk-back');
+  const key = await e2e.service.issueKey('walk-back');
   const ids = await createMany(key, 60, 8);
-  const all = await service.request('GET', '/v1/payment_intents?limit=100', { key });
+  const all = await e2e.service.request('GET', '/v1/payment_intents?limit=100', { key });
   const newestFirst = all.body.data.map((p: { id: string }) => p.id) as string[];
   t.deepEqual([...newestFirst].sort(), [...ids].sort());
   const oldest = newestFirst[newestFirst.length - 1] as string;
@@ -78,7 +70,7 @@ test('walking back with ending_before from the oldest object reaches the newest 
   const collected: string[] = [];
   let before = oldest;
   for (;;) {
-    const page = await service.request('GET', `/v1/payment_intents?limit=9&ending_before=${before}`, { key });
+    const page = await e2e.service.request('GET', `/v1/payment_intents?limit=9&ending_before=${before}`, { key });
     const pageIds = page.body.data.map((p: { id: string }) => p.id) as string[];
     t.deepEqual(pageIds, [...pageIds].sort().reverse(), 'each page is newest first');
     collected.unshift(...pageIds);

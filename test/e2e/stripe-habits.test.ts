@@ -18,28 +18,17 @@ import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
-import { Receiver, type Received } from '../helpers/receiver.js';
-import { Service, uniqueName, until } from '../helpers/service.js';
+import { type Received } from '../helpers/receiver.js';
+import { uniqueName, until } from '../helpers/service.js';
 import { createEndpoint } from '../helpers/webhook-fixtures.js';
 import { manage } from '../helpers/webhook-management.js';
 import { cancel, confirm, createIntent, masked, phone, PI, retrieve, waitForStatus, type Intent } from '../helpers/payment-intent-lifecycle.js';
-
-let service: Service;
-let receiver: Receiver;
+import { useService } from '../helpers/use-service.js';
 
 /** The official SDK, for its webhook helpers: it never calls anything here. */
 const stripe = new Stripe('sk_test_unused');
 
-test.before(async () => {
-  [service, receiver] = await Promise.all([
-    Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '200' } }),
-    Receiver.start(),
-  ]);
-});
-
-test.after.always(async () => {
-  await Promise.all([service?.stop(), receiver?.close()]);
-});
+const e2e = useService(test, { workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '200' }, receiver: true });
 
 /** What `curl -u user:password` sends. */
 function basic(user: string, password = ''): string {
@@ -47,7 +36,7 @@ function basic(user: string, password = ''): string {
 }
 
 async function call(method: string, path: string, headers: Record<string, string>, body?: string) {
-  const res = await fetch(`${service.baseUrl}${path}`, { method, headers, body });
+  const res = await fetch(`${e2e.service.baseUrl}${path}`, { method, headers, body });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, body: text ? JSON.parse(text) : undefined };
 }
@@ -58,14 +47,14 @@ function errorIs(t: ExecutionContext, res: { status: number; text: string; body:
 }
 
 async function intentsOf(key: string): Promise<string[]> {
-  const res = await service.request('GET', `${PI}?limit=100`, { key });
+  const res = await e2e.service.request('GET', `${PI}?limit=100`, { key });
   return (res.body.data as Intent[]).map((pi) => pi.id);
 }
 
 // ---------------------------------------------------------------- Basic auth
 
 test('-u sk_test_…: authenticates exactly as Bearer does: the same scope for reads and writes', async (t) => {
-  const key = await service.issueKey(uniqueName('basic'));
+  const key = await e2e.key('basic');
   const created = await call('POST', PI, { Authorization: basic(key), 'Content-Type': 'application/x-www-form-urlencoded' }, 'amount=5000&currency=xof');
   t.is(created.status, 200, created.text);
   t.is(created.body.object, 'payment_intent');
@@ -79,7 +68,7 @@ test('-u sk_test_…: authenticates exactly as Bearer does: the same scope for r
     [created.body.id],
   );
   // Another project's key by Basic sees nothing of this one's.
-  const other = await service.issueKey(uniqueName('basic-other'));
+  const other = await e2e.key('basic-other');
   errorIs(t, await call('GET', `${PI}/${created.body.id}`, { Authorization: basic(other) }), 404, 'resource_missing');
   // The key as the password behind an empty user name counts too; the scheme's name in any case.
   t.is((await call('GET', PI, { Authorization: basic('', key) })).status, 200);
@@ -87,7 +76,7 @@ test('-u sk_test_…: authenticates exactly as Bearer does: the same scope for r
 });
 
 test('a wrong key sent with -u is 401 api_key_invalid, not api_key_missing; -u with nothing is api_key_missing', async (t) => {
-  const key = await service.issueKey(uniqueName('basic-wrong'));
+  const key = await e2e.key('basic-wrong');
   for (const wrong of ['sk_test_nope', `${key}x`, 'pk_test_123', 'garbage']) {
     const res = await call('GET', PI, { Authorization: basic(wrong) });
     errorIs(t, res, 401, 'api_key_invalid');
@@ -100,7 +89,7 @@ test('a wrong key sent with -u is 401 api_key_invalid, not api_key_missing; -u w
 });
 
 test('the admin token never authenticates on /v1, by Bearer or by Basic', async (t) => {
-  const token = service.adminToken;
+  const token = e2e.service.adminToken;
   for (const authorization of [`Bearer ${token}`, basic(token), basic('admin', token), basic('', token)]) {
     errorIs(t, await call('GET', PI, { Authorization: authorization }), 401, 'api_key_invalid');
     errorIs(t, await call('POST', PI, { Authorization: authorization, 'Content-Type': 'application/json' }, '{"amount":100}'), 401, 'api_key_invalid');
@@ -111,16 +100,16 @@ test('the admin token never authenticates on /v1, by Bearer or by Basic', async 
 
 const haveCurl = existsSync('/usr/bin/curl');
 (haveCurl ? test : test.skip)('curl itself: -u KEY: with a form body creates, and -d with JSON and no content type says to send application/json', async (t) => {
-  const key = await service.issueKey(uniqueName('curl'));
+  const key = await e2e.key('curl');
   const run = async (...args: string[]) => {
     const { stdout } = await promisify(execFile)('curl', ['-s', '-w', '\n%{http_code}', ...args]);
     const cut = stdout.lastIndexOf('\n');
     return { status: Number(stdout.slice(cut + 1)), text: stdout.slice(0, cut), body: JSON.parse(stdout.slice(0, cut)) };
   };
-  const created = await run(`${service.baseUrl}${PI}`, '-u', `${key}:`, '-d', 'amount=5000', '-d', 'currency=xof');
+  const created = await run(`${e2e.service.baseUrl}${PI}`, '-u', `${key}:`, '-d', 'amount=5000', '-d', 'currency=xof');
   t.is(created.status, 200, created.text);
   t.is(created.body.amount, 5000);
-  const json = await run(`${service.baseUrl}${PI}`, '-u', `${key}:`, '-d', '{"amount":5000,"currency":"xof"}');
+  const json = await run(`${e2e.service.baseUrl}${PI}`, '-u', `${key}:`, '-d', '{"amount":5000,"currency":"xof"}');
   errorIs(t, json, 400, 'invalid_json');
   t.regex(json.body.error.message, /Content-Type: application\/json/);
   t.deepEqual(await intentsOf(key), [created.body.id], 'nothing created by the refused one');
@@ -129,7 +118,7 @@ const haveCurl = existsSync('/usr/bin/curl');
 // ---------------------------------------------------------------- JSON sent as a form
 
 test('JSON sent as a form body is a 400 invalid_json that says to send Content-Type: application/json, and nothing is created or recorded', async (t) => {
-  const key = await service.issueKey(uniqueName('json-form'));
+  const key = await e2e.key('json-form');
   const form = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/x-www-form-urlencoded' };
   const refused = await call('POST', PI, { ...form, 'Idempotency-Key': 'order-7' }, '{"amount":5000,"currency":"xof"}');
   errorIs(t, refused, 400, 'invalid_json');
@@ -140,8 +129,8 @@ test('JSON sent as a form body is a 400 invalid_json that says to send Content-T
   t.regex(refused.body.error.doc_url, /\/docs\/errors#invalid_json$/);
 
   // Spaces, a newline at the end, an array, a charset parameter, every write route.
-  const endpoint = await createEndpoint(service, key, 'https://example.com/hooks');
-  const pi = await createIntent(service, key);
+  const endpoint = await createEndpoint(e2e.service, key, 'https://example.com/hooks');
+  const pi = await createIntent(e2e.service, key);
   for (const [path, body, contentType] of [
     [PI, '  {"amount": 5000}\n', 'application/x-www-form-urlencoded'],
     [PI, '[{"amount":5000}]', 'application/x-www-form-urlencoded'],
@@ -156,9 +145,9 @@ test('JSON sent as a form body is a 400 invalid_json that says to send Content-T
     t.regex(res.body.error.message, /Content-Type: application\/json/, path);
   }
   t.deepEqual(await intentsOf(key), [pi.id], 'no payment intent but the fixture');
-  t.like(await retrieve(service, key, pi.id), { status: 'new', description: null });
+  t.like(await retrieve(e2e.service, key, pi.id), { status: 'new', description: null });
   const { secret: _shown, ...stored } = endpoint as unknown as Record<string, unknown>;
-  const endpoints = await service.request('GET', '/v1/webhook_endpoints', { key });
+  const endpoints = await e2e.service.request('GET', '/v1/webhook_endpoints', { key });
   t.deepEqual(endpoints.body.data, [stored], 'the endpoint as it was, and no other');
 
   // No idempotency record: the key is free for the request meant.
@@ -179,7 +168,7 @@ function headersOf(delivery: Received): Record<string, string> {
 
 /** Waits for the delivery of `eventId` to `path`. */
 function deliveryOf(path: string, eventId: string): Promise<Received> {
-  return until(`the delivery of ${eventId} to ${path}`, () => receiver.received(path).find((r) => r.headers['webhook-id'] === eventId));
+  return until(`the delivery of ${eventId} to ${path}`, () => e2e.receiver.received(path).find((r) => r.headers['webhook-id'] === eventId));
 }
 
 /** Verifies a delivery as a receiver holding `secret` would, with both libraries; returns each one's event id. */
@@ -192,12 +181,12 @@ function verify(delivery: Received, secret: string): { stripe: string; standard:
 
 test('every delivery carries Stripe-Signature, verified by the Stripe SDK’s constructEvent with the secret as shown, and the Standard Webhooks headers still verify', async (t) => {
   const project = uniqueName('stripe-sig');
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   const path = `/${project}`;
-  const endpoint = await createEndpoint(service, key, receiver.url(path));
+  const endpoint = await createEndpoint(e2e.service, key, e2e.receiver.url(path));
   t.regex(endpoint.secret, /^whsec_/);
-  const pi = await createIntent(service, key);
-  const listed = await until('the created event', async () => (await service.request('GET', '/v1/events', { key })).body.data[0]);
+  const pi = await createIntent(e2e.service, key);
+  const listed = await until('the created event', async () => (await e2e.service.request('GET', '/v1/events', { key })).body.data[0]);
   const delivery = await deliveryOf(path, listed.id);
   const header = String(delivery.headers['stripe-signature']);
   t.regex(header, /^t=\d+,v1=[0-9a-f]{64}$/);
@@ -211,10 +200,10 @@ test('every delivery carries Stripe-Signature, verified by the Stripe SDK’s co
   t.throws(() => stripe.webhooks.constructEvent(Buffer.concat([delivery.body, Buffer.from(' ')]), header, endpoint.secret));
 
   // The endpoint's test send is a delivery too.
-  const sent = await manage(service, key, 'POST', endpoint.id, 'test', { body: {} });
+  const sent = await manage(e2e.service, key, 'POST', endpoint.id, 'test', { body: {} });
   t.is(sent.status, 200, sent.text);
   const testDelivery = await until('the test delivery', () =>
-    receiver.received(path).find((r) => JSON.parse(r.body.toString('utf8')).type === 'webhook_endpoint.test'),
+    e2e.receiver.received(path).find((r) => JSON.parse(r.body.toString('utf8')).type === 'webhook_endpoint.test'),
   );
   const testEvent = stripe.webhooks.constructEvent(testDelivery.body, String(testDelivery.headers['stripe-signature']), endpoint.secret);
   t.is(testEvent.type as string, 'webhook_endpoint.test');
@@ -222,14 +211,14 @@ test('every delivery carries Stripe-Signature, verified by the Stripe SDK’s co
 
 test('during a rotation’s grace period Stripe-Signature has two v1= entries: a receiver holding either secret verifies with either library', async (t) => {
   const project = uniqueName('stripe-rotate');
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   const path = `/${project}`;
-  const endpoint = await createEndpoint(service, key, receiver.url(path));
-  const rotated = await manage(service, key, 'POST', endpoint.id, 'rotate_secret', { body: {} });
+  const endpoint = await createEndpoint(e2e.service, key, e2e.receiver.url(path));
+  const rotated = await manage(e2e.service, key, 'POST', endpoint.id, 'rotate_secret', { body: {} });
   t.is(rotated.status, 200, rotated.text);
   const fresh = rotated.body.secret as string;
-  await createIntent(service, key);
-  const listed = await until('the created event', async () => (await service.request('GET', '/v1/events', { key })).body.data[0]);
+  await createIntent(e2e.service, key);
+  const listed = await until('the created event', async () => (await e2e.service.request('GET', '/v1/events', { key })).body.data[0]);
   const delivery = await deliveryOf(path, listed.id);
   t.regex(String(delivery.headers['stripe-signature']), /^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
   t.deepEqual(verify(delivery, fresh), { stripe: listed.id, standard: listed.id }, 'the new secret');
@@ -241,9 +230,9 @@ test('during a rotation’s grace period Stripe-Signature has two v1= entries: a
 
 /** A wave intent in XOF, confirmed with a +225 number (a currency Wave takes there), and its checkout URL. */
 async function waveCheckout(key: string, suffix: string, returnUrl?: string): Promise<{ intent: Intent; url: string; phoneNumber: string }> {
-  const intent = await createIntent(service, key, { amount: 2500, currency: 'xof', allowed_operators: ['wave'] });
+  const intent = await createIntent(e2e.service, key, { amount: 2500, currency: 'xof', allowed_operators: ['wave'] });
   const phoneNumber = phone('225', suffix);
-  const res = await confirm(service, key, intent.id, { operator: 'wave', phone_number: phoneNumber, ...(returnUrl ? { return_url: returnUrl } : {}) });
+  const res = await confirm(e2e.service, key, intent.id, { operator: 'wave', phone_number: phoneNumber, ...(returnUrl ? { return_url: returnUrl } : {}) });
   if (res.status !== 200) throw new Error(`confirm: ${res.status} ${res.text}`);
   return { intent, url: res.body.next_action.redirect_to_url.url as string, phoneNumber };
 }
@@ -253,7 +242,7 @@ async function press(url: string, action: 'pay' | 'decline' | 'cancel'): Promise
 }
 
 test('a redirect returns to return_url with payment_intent and payment_intent_client_secret added, its own query kept', async (t) => {
-  const key = await service.issueKey(uniqueName('return'));
+  const key = await e2e.key('return');
   const { intent, url } = await waveCheckout(key, '000', 'https://shop.example/back?order=7');
   const res = await press(url, 'pay');
   t.is(res.status, 303);
@@ -263,7 +252,7 @@ test('a redirect returns to return_url with payment_intent and payment_intent_cl
   t.is(back.searchParams.get('order'), '7');
   t.is(back.searchParams.get('payment_intent'), intent.id);
   t.is(back.searchParams.get('payment_intent_client_secret'), intent.client_secret);
-  await waitForStatus(service, key, intent.id, 'succeeded');
+  await waitForStatus(e2e.service, key, intent.id, 'succeeded');
 
   // Without a query of its own, and with a fragment, and on Cancel.
   const other = await waveCheckout(key, '000', 'https://shop.example/done#receipt');
@@ -281,7 +270,7 @@ function statusOf(html: string): string | undefined {
 }
 
 test('the checkout page reloaded once the payment ended shows how it ended, never the client secret or the full phone number, and pays nothing again', async (t) => {
-  const key = await service.issueKey(uniqueName('checkout-final'));
+  const key = await e2e.key('checkout-final');
   const paid = await waveCheckout(key, '000');
   const declined = await waveCheckout(key, '003');
   const payerDeclined = await waveCheckout(key, '000');
@@ -294,10 +283,10 @@ test('the checkout page reloaded once the payment ended shows how it ended, neve
   t.is((await press(declined.url, 'pay')).status, 303);
   t.is((await press(payerDeclined.url, 'decline')).status, 303);
   t.is((await press(canceled.url, 'cancel')).status, 303);
-  await waitForStatus(service, key, paid.intent.id, 'succeeded');
-  await waitForStatus(service, key, declined.intent.id, 'new', 30_000, (pi) => pi.last_payment_error !== null);
-  await waitForStatus(service, key, payerDeclined.intent.id, 'new', 30_000, (pi) => pi.last_payment_error !== null);
-  await waitForStatus(service, key, canceled.intent.id, 'canceled');
+  await waitForStatus(e2e.service, key, paid.intent.id, 'succeeded');
+  await waitForStatus(e2e.service, key, declined.intent.id, 'new', 30_000, (pi) => pi.last_payment_error !== null);
+  await waitForStatus(e2e.service, key, payerDeclined.intent.id, 'new', 30_000, (pi) => pi.last_payment_error !== null);
+  await waitForStatus(e2e.service, key, canceled.intent.id, 'canceled');
 
   for (const [c, status, words] of [
     [paid, 'succeeded', 'Payment succeeded'],
@@ -319,7 +308,7 @@ test('the checkout page reloaded once the payment ended shows how it ended, neve
   // A press on a spent link comes back to the page (never to return_url with the client secret again).
   const spent = await waveCheckout(key, '000', 'https://shop.example/back?order=8');
   t.is((await press(spent.url, 'cancel')).status, 303);
-  await waitForStatus(service, key, spent.intent.id, 'canceled');
+  await waitForStatus(e2e.service, key, spent.intent.id, 'canceled');
   const late = await press(spent.url, 'pay');
   t.is(late.status, 303);
   t.is(late.headers.get('location'), new URL(spent.url).pathname);
@@ -327,24 +316,24 @@ test('the checkout page reloaded once the payment ended shows how it ended, neve
   // A replayed Pay on an ended attempt adds nothing: the declined intent stays declined, with no new event.
   // Every event of the five attempts listed first: 4 + 4 (through processing) + 3 + 3 + 3.
   const before = await until('the 17 events of the five attempts', async () => {
-    const count = (await service.request('GET', '/v1/events?limit=100', { key })).body.data.length as number;
+    const count = (await e2e.service.request('GET', '/v1/events?limit=100', { key })).body.data.length as number;
     return count === 17 ? count : undefined;
   });
   for (const c of [paid, declined, payerDeclined, canceled]) t.is((await press(c.url, 'pay')).status, 303);
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  t.like(await retrieve(service, key, declined.intent.id), { status: 'new', last_payment_error: { operator_decline_code: 'insufficient_funds' } });
-  t.is((await retrieve(service, key, paid.intent.id)).status, 'succeeded');
-  t.is((await service.request('GET', '/v1/events?limit=100', { key })).body.data.length, before);
+  t.like(await retrieve(e2e.service, key, declined.intent.id), { status: 'new', last_payment_error: { operator_decline_code: 'insufficient_funds' } });
+  t.is((await retrieve(e2e.service, key, paid.intent.id)).status, 'succeeded');
+  t.is((await e2e.service.request('GET', '/v1/events?limit=100', { key })).body.data.length, before);
 
   // A new attempt gets a token of its own: the old link shows nothing of it and acts on nothing.
-  const again = await confirm(service, key, declined.intent.id, { operator: 'wave', phone_number: phone('225', '000', 1) });
+  const again = await confirm(e2e.service, key, declined.intent.id, { operator: 'wave', phone_number: phone('225', '000', 1) });
   t.is(again.status, 200, again.text);
   const newUrl = again.body.next_action.redirect_to_url.url as string;
   t.not(newUrl, declined.url);
   t.is((await pageText(declined.url)).status, 404);
   t.is((await press(declined.url, 'pay')).status, 404);
-  t.is((await retrieve(service, key, declined.intent.id)).status, 'requires_action');
+  t.is((await retrieve(e2e.service, key, declined.intent.id)).status, 'requires_action');
   t.is(statusOf((await pageText(newUrl)).html), undefined, 'the new link offers the buttons');
-  t.is((await cancel(service, key, declined.intent.id)).status, 200);
+  t.is((await cancel(e2e.service, key, declined.intent.id)).status, 200);
   t.is(statusOf((await pageText(newUrl)).html), 'canceled');
 });

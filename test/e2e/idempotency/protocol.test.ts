@@ -4,31 +4,24 @@
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
-import { Service, sleep, uniqueName } from '../../helpers/service.js';
+import { sleep, uniqueName } from '../../helpers/service.js';
+import { useService } from '../../helpers/use-service.js';
 
-let service: Service;
-
-test.before(async () => {
-  service = await Service.start({ workers: 2 });
-});
-
-test.after.always(async () => {
-  await service?.stop();
-});
+const e2e = useService(test, { workers: 2 });
 
 const PI = '/v1/payment_intents';
 const WE = '/v1/webhook_endpoints';
 
 async function count(collection: string, project: string): Promise<number> {
-  return (await service.db()).collection(collection).countDocuments({ project });
+  return (await e2e.service.db()).collection(collection).countDocuments({ project });
 }
 
 test('50 concurrent identical requests with one key create exactly one object', async (t) => {
   const project = uniqueName('conc');
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   const results = await Promise.all(
     Array.from({ length: 50 }, () =>
-      service.request('POST', PI, { key, body: { amount: 2500, currency: 'eur' }, headers: { 'Idempotency-Key': 'one-key' } }),
+      e2e.service.request('POST', PI, { key, body: { amount: 2500, currency: 'eur' }, headers: { 'Idempotency-Key': 'one-key' } }),
     ),
   );
   const ok = results.filter((r) => r.status === 200);
@@ -42,16 +35,16 @@ test('50 concurrent identical requests with one key create exactly one object', 
   }
   await sleep(300);
   t.is(await count('payment_intents', project), 1);
-  const events = await service.request('GET', '/v1/events', { key });
+  const events = await e2e.service.request('GET', '/v1/events', { key });
   t.deepEqual(events.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id), [ok[0]?.body.id], 'and exactly one event');
 });
 
 test('the same key in two projects, and in test and live mode of one project, creates separate objects', async (t) => {
   const a = uniqueName('pa');
   const b = uniqueName('pb');
-  const keys = [await service.issueKey(a, false), await service.issueKey(a, true), await service.issueKey(b, false)];
+  const keys = [await e2e.service.issueKey(a, false), await e2e.service.issueKey(a, true), await e2e.service.issueKey(b, false)];
   const results = await Promise.all(
-    keys.map((key) => service.request('POST', PI, { key, body: { amount: 10 }, headers: { 'Idempotency-Key': 'shared' } })),
+    keys.map((key) => e2e.service.request('POST', PI, { key, body: { amount: 10 }, headers: { 'Idempotency-Key': 'shared' } })),
   );
   t.deepEqual(results.map((r) => r.status), [200, 200, 200]);
   t.is(new Set(results.map((r) => r.body.id)).size, 3);
@@ -60,15 +53,15 @@ test('the same key in two projects, and in test and live mode of one project, cr
 });
 
 test('a completed key replays the first response byte for byte, with Idempotent-Replayed', async (t) => {
-  const key = await service.issueKey(uniqueName('replay'));
+  const key = await e2e.key('replay');
   const headers = { 'Idempotency-Key': 'replay-me' };
-  const first = await service.request('POST', PI, {
+  const first = await e2e.service.request('POST', PI, {
     key, rawBody: '{"amount": 1234, "metadata": {"order": "42"}}', headers: { ...headers, 'Content-Type': 'application/json' },
   });
   t.is(first.status, 200);
   t.is(first.headers.get('idempotent-replayed'), null);
   // Same JSON value, other key order and white space.
-  const second = await service.request('POST', PI, {
+  const second = await e2e.service.request('POST', PI, {
     key, rawBody: '{"metadata":{"order":"42"},"amount":1234}', headers: { ...headers, 'Content-Type': 'application/json' },
   });
   t.is(second.status, 200);
@@ -80,19 +73,19 @@ test('a completed key replays the first response byte for byte, with Idempotent-
 
 test('reusing a key with another body, or on the other endpoint, is 400 idempotency_key_reused', async (t) => {
   const project = uniqueName('reuse');
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   const headers = { 'Idempotency-Key': 'reused' };
-  const first = await service.request('POST', PI, { key, body: { amount: 100 }, headers });
+  const first = await e2e.service.request('POST', PI, { key, body: { amount: 100 }, headers });
   t.is(first.status, 200);
-  const otherBody = await service.request('POST', PI, { key, body: { amount: 101 }, headers });
+  const otherBody = await e2e.service.request('POST', PI, { key, body: { amount: 101 }, headers });
   t.is(otherBody.status, 400);
   t.is(otherBody.body.error.type, 'idempotency_error');
   t.is(otherBody.body.error.code, 'idempotency_key_reused');
-  const otherPath = await service.request('POST', WE, { key, body: { url: 'https://example.test/h' }, headers });
+  const otherPath = await e2e.service.request('POST', WE, { key, body: { url: 'https://example.test/h' }, headers });
   t.is(otherPath.status, 400);
   t.is(otherPath.body.error.code, 'idempotency_key_reused');
   // Even an invalid body with a used key is a reuse (the key is looked up before validation).
-  const invalid = await service.request('POST', PI, { key, body: { amount: 'x' }, headers });
+  const invalid = await e2e.service.request('POST', PI, { key, body: { amount: 'x' }, headers });
   t.is(invalid.body.error.code, 'idempotency_key_reused');
   t.is(await count('payment_intents', project), 1);
   t.is(await count('webhook_endpoints', project), 0);
@@ -100,11 +93,11 @@ test('reusing a key with another body, or on the other endpoint, is 400 idempote
 
 test('webhook endpoint creates are idempotent too, the secret replayed with them', async (t) => {
   const project = uniqueName('we-idem');
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   const headers = { 'Idempotency-Key': 'endpoint-once' };
   const body = { url: 'https://example.test/hook' };
-  const first = await service.request('POST', WE, { key, body, headers });
-  const second = await service.request('POST', WE, { key, body, headers });
+  const first = await e2e.service.request('POST', WE, { key, body, headers });
+  const second = await e2e.service.request('POST', WE, { key, body, headers });
   t.is(first.status, 200);
   t.is(second.text, first.text);
   t.is(await count('webhook_endpoints', project), 1);
@@ -112,13 +105,13 @@ test('webhook endpoint creates are idempotent too, the secret replayed with them
 
 test('a validation failure is not recorded: the fixed body with the same key creates the object', async (t) => {
   const project = uniqueName('fix');
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   const headers = { 'Idempotency-Key': 'fix-me' };
-  const bad = await service.request('POST', PI, { key, body: { amount: -5 }, headers });
+  const bad = await e2e.service.request('POST', PI, { key, body: { amount: -5 }, headers });
   t.is(bad.status, 400);
   t.is(bad.body.error.code, 'amount_too_small');
   t.is(await count('payment_intents', project), 0, 'nothing recorded for the key');
-  const good = await service.request('POST', PI, { key, body: { amount: 5 }, headers });
+  const good = await e2e.service.request('POST', PI, { key, body: { amount: 5 }, headers });
   t.is(good.status, 200, good.text);
   t.is(good.headers.get('idempotent-replayed'), null);
   t.is(await count('payment_intents', project), 1);
@@ -126,34 +119,34 @@ test('a validation failure is not recorded: the fixed body with the same key cre
 
 test('bad keys are 400 idempotency_key_invalid and leave nothing behind', async (t) => {
   const project = uniqueName('badkey');
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   for (const bad of ['x'.repeat(256), 'tab\there', 'é-accent', '']) {
-    const res = await service.request('POST', PI, { key, body: { amount: 5 }, headers: { 'Idempotency-Key': bad } });
+    const res = await e2e.service.request('POST', PI, { key, body: { amount: 5 }, headers: { 'Idempotency-Key': bad } });
     t.is(res.status, 400, `key ${JSON.stringify(bad.slice(0, 10))}: ${res.text}`);
     t.is(res.body.error.code, 'idempotency_key_invalid');
   }
-  const longest = await service.request('POST', PI, { key, body: { amount: 5 }, headers: { 'Idempotency-Key': '~'.repeat(255) } });
+  const longest = await e2e.service.request('POST', PI, { key, body: { amount: 5 }, headers: { 'Idempotency-Key': '~'.repeat(255) } });
   t.is(longest.status, 200, 'a 255-character printable key is fine');
   t.is(await count('payment_intents', project), 1);
 });
 
 test('a key on a GET is ignored', async (t) => {
-  const key = await service.issueKey(uniqueName('get'));
-  const created = await service.request('POST', PI, { key, body: { amount: 9 }, headers: { 'Idempotency-Key': 'for-get' } });
-  const list = await service.request('GET', PI, { key, headers: { 'Idempotency-Key': 'for-get' } });
+  const key = await e2e.key('get');
+  const created = await e2e.service.request('POST', PI, { key, body: { amount: 9 }, headers: { 'Idempotency-Key': 'for-get' } });
+  const list = await e2e.service.request('GET', PI, { key, headers: { 'Idempotency-Key': 'for-get' } });
   t.is(list.status, 200);
   t.is(list.headers.get('idempotent-replayed'), null);
   t.is(list.body.object, 'list');
-  const again = await service.request('GET', `${PI}/${created.body.id}`, { key, headers: { 'Idempotency-Key': 'x'.repeat(300) } });
+  const again = await e2e.service.request('GET', `${PI}/${created.body.id}`, { key, headers: { 'Idempotency-Key': 'x'.repeat(300) } });
   t.is(again.status, 200, 'even an invalid key is ignored on GET');
 });
 
 test('job ids are derived from the key, so a retry never enqueues a second job', async (t) => {
   const project = uniqueName('jobid');
-  const key = await service.issueKey(project);
-  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const key = await e2e.service.issueKey(project);
+  const queue = new Queue(QUEUES.creates, { connection: { url: e2e.service.env.REDIS_URL }, prefix: e2e.service.prefix });
   t.teardown(() => queue.close());
-  const res = await service.request('POST', PI, { key, body: { amount: 1 } });
+  const res = await e2e.service.request('POST', PI, { key, body: { amount: 1 } });
   t.is(res.status, 200);
   // The worker publishes the result just before BullMQ marks the job completed.
   let job = await queue.getJob(res.body.id);

@@ -5,8 +5,7 @@
  * second, and every event of both attempts is listed and delivered once, signed.
  */
 import test from 'ava';
-import { Service, sleep, uniqueName } from '../../helpers/service.js';
-import { Receiver } from '../../helpers/receiver.js';
+import { sleep, uniqueName } from '../../helpers/service.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import {
   confirm,
@@ -19,33 +18,22 @@ import {
   waitForDeliveries,
   waitForStatus,
 } from '../../helpers/payment-intent-lifecycle.js';
+import { useService } from '../../helpers/use-service.js';
 
-let service: Service;
-let receiver: Receiver;
-
-test.before(async () => {
-  [service, receiver] = await Promise.all([
-    Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '150' } }),
-    Receiver.start(),
-  ]);
-});
-
-test.after.always(async () => {
-  await Promise.all([service?.stop(), receiver?.close()]);
-});
+const e2e = useService(test, { workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '150' }, receiver: true });
 
 test('declined with insufficient_funds (003), confirmed again with a 000 number: succeeded', async (t) => {
   const project = uniqueName('again');
-  const key = await service.issueKey(project);
-  const endpoint = await createEndpoint(service, key, receiver.url(`/${project}`));
-  const pi = await createIntent(service, key, { amount: 3000, currency: 'kes', allowed_operators: ['mpesa', 'airtel_money'] });
+  const key = await e2e.service.issueKey(project);
+  const endpoint = await createEndpoint(e2e.service, key, e2e.receiver.url(`/${project}`));
+  const pi = await createIntent(e2e.service, key, { amount: 3000, currency: 'kes', allowed_operators: ['mpesa', 'airtel_money'] });
   const poor = phone('254', '003');
   const rich = phone('254', '000', 1);
 
-  const first = await confirm(service, key, pi.id, { operator: 'mpesa', phone_number: poor });
+  const first = await confirm(e2e.service, key, pi.id, { operator: 'mpesa', phone_number: poor });
   t.is(first.status, 200, first.text);
   t.is(first.body.status, 'requires_action');
-  const declined = await waitForStatus(service, key, pi.id, 'new', 30_000, (p) => p.last_payment_error !== null);
+  const declined = await waitForStatus(e2e.service, key, pi.id, 'new', 30_000, (p) => p.last_payment_error !== null);
   t.deepEqual(declined.last_payment_error, {
     code: 'payment_declined',
     operator: 'mpesa',
@@ -54,7 +42,7 @@ test('declined with insufficient_funds (003), confirmed again with a 000 number:
   });
   t.is(declined.next_action, null);
 
-  const second = await confirm(service, key, pi.id, { operator: 'airtel_money', phone_number: rich });
+  const second = await confirm(e2e.service, key, pi.id, { operator: 'airtel_money', phone_number: rich });
   t.is(second.status, 200, second.text);
   t.like(second.body, {
     status: 'requires_action',
@@ -62,36 +50,36 @@ test('declined with insufficient_funds (003), confirmed again with a 000 number:
     payment_details: { operator: 'airtel_money', phone_number: masked(rich) },
     next_action: { type: 'await_phone_approval', await_phone_approval: { operator: 'airtel_money', phone_number: masked(rich) } },
   });
-  const paid = await waitForStatus(service, key, pi.id, 'succeeded');
+  const paid = await waitForStatus(e2e.service, key, pi.id, 'succeeded');
   t.like(paid, { last_payment_error: null, next_action: null, payment_details: { operator: 'airtel_money', phone_number: masked(rich) } });
 
   await sleep(500); // a late answer of the first attempt would show by now
-  const events = eventsOf(await listAllEvents(service, key), pi.id);
+  const events = eventsOf(await listAllEvents(e2e.service, key), pi.id);
   t.deepEqual(
     events.map((e) => e.type.replace('payment_intent.', '')),
     ['created', 'requires_action', 'processing', 'payment_failed', 'requires_action', 'processing', 'succeeded'],
   );
-  t.is((await retrieve(service, key, pi.id)).status, 'succeeded', 'still succeeded');
+  t.is((await retrieve(e2e.service, key, pi.id)).status, 'succeeded', 'still succeeded');
   t.like(events[3]!.data.object, { status: 'new', last_payment_error: { operator: 'mpesa', operator_decline_code: 'insufficient_funds' } });
   t.like(events[4]!.data.object, { status: 'requires_action', last_payment_error: null, payment_details: { operator: 'airtel_money' } });
-  const deliveries = await waitForDeliveries(receiver, `/${project}`, endpoint.secret, events.map((e) => e.id));
+  const deliveries = await waitForDeliveries(e2e.receiver, `/${project}`, endpoint.secret, events.map((e) => e.id));
   t.deepEqual(deliveries.map((d) => d.webhookId).sort(), events.map((e) => e.id).sort());
 });
 
 test('refused at once (005, 402), then confirmed again with a 000 number: succeeded', async (t) => {
-  const key = await service.issueKey(uniqueName('again402'));
-  const pi = await createIntent(service, key);
+  const key = await e2e.key('again402');
+  const pi = await createIntent(e2e.service, key);
 
-  const refused = await confirm(service, key, pi.id, { operator: 'mtn_momo', phone_number: phone('225', '005') });
+  const refused = await confirm(e2e.service, key, pi.id, { operator: 'mtn_momo', phone_number: phone('225', '005') });
   t.is(refused.status, 402, refused.text);
   t.is(refused.body.error.operator_decline_code, 'payer_not_found');
   t.like(refused.body.error.payment_intent, { status: 'new', last_payment_error: { operator_decline_code: 'payer_not_found' } });
 
-  const retried = await confirm(service, key, pi.id, { operator: 'mtn_momo', phone_number: phone('225', '000') });
+  const retried = await confirm(e2e.service, key, pi.id, { operator: 'mtn_momo', phone_number: phone('225', '000') });
   t.is(retried.status, 200, retried.text);
   t.like(retried.body, { status: 'requires_action', last_payment_error: null });
-  await waitForStatus(service, key, pi.id, 'succeeded');
-  const events = eventsOf(await listAllEvents(service, key), pi.id);
+  await waitForStatus(e2e.service, key, pi.id, 'succeeded');
+  const events = eventsOf(await listAllEvents(e2e.service, key), pi.id);
   t.deepEqual(
     events.map((e) => e.type.replace('payment_intent.', '')),
     ['created', 'payment_failed', 'requires_action', 'processing', 'succeeded'],

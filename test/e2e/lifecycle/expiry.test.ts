@@ -19,8 +19,7 @@
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
-import { Service, sleep, uniqueName, until, withService, type ApiResponse } from '../../helpers/service.js';
-import { Receiver } from '../../helpers/receiver.js';
+import { sleep, uniqueName, until, withService, type ApiResponse } from '../../helpers/service.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import {
   cancel,
@@ -38,27 +37,17 @@ import {
   waitForStatus,
   type Intent,
 } from '../../helpers/payment-intent-lifecycle.js';
+import { useService } from '../../helpers/use-service.js';
 
 /** The payer approves 2 s after a confirm; settling takes longer than the intents live. */
 const APPROVAL_MS = 2000;
 const PROCESSING_MS = 61_500;
 const LIFETIME_S = 61;
 
-let service: Service;
-let receiver: Receiver;
-
-test.before(async () => {
-  [service, receiver] = await Promise.all([
-    Service.start({
-      workers: 1,
-      env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
-    }),
-    Receiver.start(),
-  ]);
-});
-
-test.after.always(async () => {
-  await Promise.all([service?.stop(), receiver?.close()]);
+const e2e = useService(test, {
+  workers: 1,
+  env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
+  receiver: true,
 });
 
 const E = (...types: string[]) => types.map((type) => `payment_intent.${type}`);
@@ -66,11 +55,11 @@ const E = (...types: string[]) => types.map((type) => `payment_intent.${type}`);
 test('SLOW (about 65 s): intents expire at expires_at from new and requires_action; processing resolves first; races with confirms have one winner', async (t) => {
   t.timeout(180_000);
   const project = uniqueName('expiry');
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   const hook = `/${project}`;
-  const endpoint = await createEndpoint(service, key, receiver.url(hook));
+  const endpoint = await createEndpoint(e2e.service, key, e2e.receiver.url(hook));
   const expiresAt = Math.floor(Date.now() / 1000) + LIFETIME_S;
-  const make = (body: Record<string, unknown> = {}) => createIntent(service, key, { expires_at: expiresAt, ...body });
+  const make = (body: Record<string, unknown> = {}) => createIntent(e2e.service, key, { expires_at: expiresAt, ...body });
 
   const [idle, silent, redirect, moved, paid, declined, canceled, ...racers] = await Promise.all([
     make({ description: 'idle' }),
@@ -88,13 +77,13 @@ test('SLOW (about 65 s): intents expire at expires_at from new and requires_acti
     t.is(res.status, 200, res.text);
     t.is(res.body.status, status, res.text);
   };
-  ok(await confirm(service, key, silent!.id, { operator: 'mtn_momo', phone_number: phone('225', '010') }), 'requires_action');
-  const waveAnswer = await confirm(service, key, redirect!.id, { operator: 'wave', phone_number: phone('221', '000') });
+  ok(await confirm(e2e.service, key, silent!.id, { operator: 'mtn_momo', phone_number: phone('225', '010') }), 'requires_action');
+  const waveAnswer = await confirm(e2e.service, key, redirect!.id, { operator: 'wave', phone_number: phone('221', '000') });
   ok(waveAnswer, 'requires_action');
-  ok(await update(service, key, moved!.id, { expires_at: expiresAt + 3600 }), 'new');
-  ok(await confirm(service, key, paid!.id, { operator: 'mtn_momo', phone_number: phone('225', '000', 1) }), 'requires_action');
-  ok(await confirm(service, key, declined!.id, { operator: 'orange_money', phone_number: phone('225', '003'), otp: '123456' }), 'processing');
-  ok(await cancel(service, key, canceled!.id, { cancellation_reason: 'duplicate' }), 'canceled');
+  ok(await update(e2e.service, key, moved!.id, { expires_at: expiresAt + 3600 }), 'new');
+  ok(await confirm(e2e.service, key, paid!.id, { operator: 'mtn_momo', phone_number: phone('225', '000', 1) }), 'requires_action');
+  ok(await confirm(e2e.service, key, declined!.id, { operator: 'orange_money', phone_number: phone('225', '003'), otp: '123456' }), 'processing');
+  ok(await cancel(e2e.service, key, canceled!.id, { cancellation_reason: 'duplicate' }), 'canceled');
 
   // Confirms sent from 1.5 s before expires_at to 1.5 s after. A payer that declines (001)
   // answers 2 s after an accepted confirm: before or after the expiry, it never keeps the intent alive.
@@ -102,7 +91,7 @@ test('SLOW (about 65 s): intents expire at expires_at from new and requires_acti
     racers.map(async (pi, i) => {
       const at = expiresAt * 1000 - 1500 + Math.round((i * 3000) / (racers.length - 1));
       await sleep(Math.max(0, at - Date.now()));
-      return { pi, res: await confirm(service, key, pi.id, { operator: 'mtn_momo', phone_number: phone('225', '001', 10 + i) }) };
+      return { pi, res: await confirm(e2e.service, key, pi.id, { operator: 'mtn_momo', phone_number: phone('225', '001', 10 + i) }) };
     }),
   );
 
@@ -127,9 +116,9 @@ test('SLOW (about 65 s): intents expire at expires_at from new and requires_acti
   }
   t.log(`confirms racing the expiry: ${races.filter((r) => r.res.status === 200).length} accepted, ${races.filter((r) => r.res.status !== 200).length} refused`);
 
-  await waitForDeliveredTypes(receiver, hook, expected, 60_000);
+  await waitForDeliveredTypes(e2e.receiver, hook, expected, 60_000);
   await sleep(2500); // every racer's payer answer (2 s after its confirm) has come by now
-  const [listing, intents] = await Promise.all([listAllEvents(service, key), listAllIntents(service, key)]);
+  const [listing, intents] = await Promise.all([listAllEvents(e2e.service, key), listAllIntents(e2e.service, key)]);
   const typesOf = (pi: Intent) => eventsOf(listing, pi.id).map((e) => e.type);
 
   for (const pi of [idle!, silent!, redirect!]) {
@@ -163,12 +152,12 @@ test('SLOW (about 65 s): intents expire at expires_at from new and requires_acti
   const lateRacers = races.filter(({ pi, res }) => res.status === 200 && !typesOf(pi).includes('payment_intent.payment_failed'));
   for (const { pi } of lateRacers) {
     const line = await until(`the late answer for ${pi.description}`, () =>
-      logLines(service, 'payment intent job changed nothing').find((l) => l.payment_intent === pi.id && /^arrived too late/.test(String(l.reason))),
+      logLines(e2e.service, 'payment intent job changed nothing').find((l) => l.payment_intent === pi.id && /^arrived too late/.test(String(l.reason))),
     );
     t.is(line.level, 30);
   }
   // The moved intent's expiry job was replaced, not left to run as a no-op: one job, at the new time.
-  const intentsQueue = new Queue(QUEUES.intents, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const intentsQueue = new Queue(QUEUES.intents, { connection: { url: e2e.service.env.REDIS_URL }, prefix: e2e.service.prefix });
   t.teardown(() => intentsQueue.close());
   const expiries = (await intentsQueue.getJobs(['delayed', 'waiting', 'completed'])).filter((j) => j?.data?.paymentIntent === moved!.id && j.name === 'payment_intent.expire.v1');
   t.deepEqual(
@@ -177,15 +166,15 @@ test('SLOW (about 65 s): intents expire at expires_at from new and requires_acti
     'the moved expiry was replaced',
   );
   t.false(
-    logLines(service, 'payment intent job changed nothing').some((l) => l.payment_intent === moved!.id),
+    logLines(e2e.service, 'payment intent job changed nothing').some((l) => l.payment_intent === moved!.id),
     'no superseded expiry ran',
   );
 
   // Expired is final.
-  const late = await confirm(service, key, idle!.id, { operator: 'mtn_momo', phone_number: phone('225', '000') });
+  const late = await confirm(e2e.service, key, idle!.id, { operator: 'mtn_momo', phone_number: phone('225', '000') });
   t.is(late.status, 400);
   t.regex(late.body.error.message, /status of expired/);
-  t.is((await cancel(service, key, silent!.id)).status, 400);
+  t.is((await cancel(e2e.service, key, silent!.id)).status, 400);
   const page = await fetch(`${waveAnswer.body.next_action.redirect_to_url.url}/pay`, { method: 'POST', redirect: 'manual' });
   t.not(page.status, 500);
   t.is(intents.get(redirect!.id)!.status, 'expired');
@@ -198,7 +187,7 @@ test('SLOW (about 65 s): intents expire at expires_at from new and requires_acti
   t.false(expiredHtml.includes(redirect!.client_secret));
 
   // Every event delivered once, signed.
-  const deliveries = verifiedDeliveries(receiver, hook, endpoint.secret);
+  const deliveries = verifiedDeliveries(e2e.receiver, hook, endpoint.secret);
   const listedIds = listing.map((e) => e.id).sort();
   t.deepEqual(deliveries.map((d) => d.webhookId).sort(), listedIds, 'each listed event delivered exactly once');
 });

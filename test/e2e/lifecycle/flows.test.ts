@@ -9,8 +9,7 @@
  * checkout-browser.test.ts drives it in Chromium.
  */
 import test, { type ExecutionContext } from 'ava';
-import { Service, sleep, uniqueName, type ApiResponse } from '../../helpers/service.js';
-import { Receiver } from '../../helpers/receiver.js';
+import { sleep, uniqueName, type ApiResponse } from '../../helpers/service.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import {
   confirm,
@@ -26,22 +25,12 @@ import {
   type Intent,
   type IntentEvent,
 } from '../../helpers/payment-intent-lifecycle.js';
+import { useService } from '../../helpers/use-service.js';
 
-let service: Service;
-let receiver: Receiver;
-
-test.before(async () => {
-  [service, receiver] = await Promise.all([
-    Service.start({
-      workers: 1,
-      env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100', SIMULATOR_SLOW_DELAY_MS: '1500' },
-    }),
-    Receiver.start(),
-  ]);
-});
-
-test.after.always(async () => {
-  await Promise.all([service?.stop(), receiver?.close()]);
+const e2e = useService(test, {
+  workers: 1,
+  env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100', SIMULATOR_SLOW_DELAY_MS: '1500' },
+  receiver: true,
 });
 
 /**
@@ -96,9 +85,9 @@ interface Scenario {
 /** A project of its own with an endpoint subscribed to everything. */
 async function scope(name: string): Promise<{ key: string; path: string; secret: string }> {
   const project = uniqueName(name);
-  const key = await service.issueKey(project);
+  const key = await e2e.service.issueKey(project);
   const path = `/${project}`;
-  const endpoint = await createEndpoint(service, key, receiver.url(path));
+  const endpoint = await createEndpoint(e2e.service, key, e2e.receiver.url(path));
   return { key, path, secret: endpoint.secret };
 }
 
@@ -123,11 +112,11 @@ function assertDeclinedAtConfirm(t: ExecutionContext, s: Scenario): void {
  * state, the events (order, types, the object each carries) and their deliveries.
  */
 async function assertOutcomes(t: ExecutionContext, key: string, path: string, secret: string, scenarios: Scenario[], flow: 'payer_step' | 'otp'): Promise<void> {
-  await waitForDeliveredTypes(receiver, path, new Map(scenarios.map((s) => [s.intent.id, expected(s.suffix, flow).types])));
+  await waitForDeliveredTypes(e2e.receiver, path, new Map(scenarios.map((s) => [s.intent.id, expected(s.suffix, flow).types])));
   // A stray late transition (010 answering after all, a second success) would show by now.
   await sleep(1500);
-  const listing = await listAllEvents(service, key);
-  const intents = await listAllIntents(service, key);
+  const listing = await listAllEvents(e2e.service, key);
+  const intents = await listAllIntents(e2e.service, key);
   t.deepEqual(
     listing.map((e) => e.id),
     [...listing].sort((a, b) => (a.id < b.id ? 1 : -1)).map((e) => e.id),
@@ -163,7 +152,7 @@ async function assertOutcomes(t: ExecutionContext, key: string, path: string, se
   }
   t.is(new Set(allIds).size, allIds.length, 'event ids are unique');
 
-  const deliveries = await waitForDeliveries(receiver, path, secret, allIds);
+  const deliveries = await waitForDeliveries(e2e.receiver, path, secret, allIds);
   const byId = new Map(listing.map((e) => [e.id, e] as const));
   const ours = deliveries.filter((d) => scenarios.some((s) => s.intent.id === d.event.data.object.id));
   t.deepEqual(ours.map((d) => d.webhookId).sort(), [...allIds].sort(), 'each event delivered exactly once, nothing else');
@@ -173,7 +162,7 @@ async function assertOutcomes(t: ExecutionContext, key: string, path: string, se
   for (const d of ours) {
     if (seen.has(d.event.type)) continue;
     seen.add(d.event.type);
-    const shown = await service.request('GET', `/v1/events/${d.webhookId}`, { key });
+    const shown = await e2e.service.request('GET', `/v1/events/${d.webhookId}`, { key });
     t.is(d.body, shown.text, `${d.event.type}: delivered bytes`);
   }
 }
@@ -224,8 +213,8 @@ test('phone approval (mtn_momo, mpesa, airtel_money, moov_money): every suffix e
     SUFFIXES.map((suffix, i) => ({ operator, currency, suffix, phoneNumber: phone(country, suffix, o * 100 + i) })),
   );
   const scenarios = await mapLimit(cases, CONCURRENCY, async ({ operator, currency, suffix, phoneNumber }, i): Promise<Scenario> => {
-    const intent = await createIntent(service, key, { amount: 1500 + i, currency, description: `${operator} ${suffix}` });
-    const answer = await confirm(service, key, intent.id, { operator, phone_number: phoneNumber });
+    const intent = await createIntent(e2e.service, key, { amount: 1500 + i, currency, description: `${operator} ${suffix}` });
+    const answer = await confirm(e2e.service, key, intent.id, { operator, phone_number: phoneNumber });
     return { operator, suffix, phoneNumber, intent, answer };
   });
   for (const s of scenarios) {
@@ -245,7 +234,7 @@ test('phone approval (mtn_momo, mpesa, airtel_money, moov_money): every suffix e
     t.false(s.answer.text.includes(s.phoneNumber), 'the full phone number is not in the answer');
   }
   await assertOutcomes(t, key, path, secret, scenarios, 'payer_step');
-  const raw = receiver.received(path).map((r) => r.body.toString('utf8'));
+  const raw = e2e.receiver.received(path).map((r) => r.body.toString('utf8'));
   t.false(
     scenarios.some((s) => raw.some((body) => body.includes(s.phoneNumber))),
     'no event carries a full phone number',
@@ -257,8 +246,8 @@ test('redirect (wave): the checkout page, Pay over plain HTTP, then every suffix
   const returnUrl = 'https://shop.example/orders/42?back=1';
   const scenarios = await mapLimit(SUFFIXES, CONCURRENCY, async (suffix, i): Promise<Scenario> => {
     const phoneNumber = phone('221', suffix, i);
-    const intent = await createIntent(service, key, { amount: 700 + i, allowed_operators: ['wave', 'orange_money'] });
-    const answer = await confirm(service, key, intent.id, { operator: 'wave', phone_number: phoneNumber, return_url: returnUrl });
+    const intent = await createIntent(e2e.service, key, { amount: 700 + i, allowed_operators: ['wave', 'orange_money'] });
+    const answer = await confirm(e2e.service, key, intent.id, { operator: 'wave', phone_number: phoneNumber, return_url: returnUrl });
     return { operator: 'wave', suffix, phoneNumber, intent, answer };
   });
   await mapLimit(scenarios, CONCURRENCY, async (s) => {
@@ -269,7 +258,7 @@ test('redirect (wave): the checkout page, Pay over plain HTTP, then every suffix
     t.is(action.type, 'redirect_to_url');
     t.is(action.redirect_to_url.return_url, returnUrl);
     const url = action.redirect_to_url.url as string;
-    t.true(url.startsWith(`${service.baseUrl}/test/checkout/${s.intent.id}.`), url);
+    t.true(url.startsWith(`${e2e.service.baseUrl}/test/checkout/${s.intent.id}.`), url);
     t.regex(url.slice(url.lastIndexOf('.') + 1), /^[0-9A-Za-z]{32}$/, 'an unguessable token');
     const page = await fetch(url);
     t.is(page.status, 200);
@@ -277,7 +266,7 @@ test('redirect (wave): the checkout page, Pay over plain HTTP, then every suffix
     const html = await page.text();
     for (const id of ['pay', 'decline', 'cancel']) t.true(html.includes(`id="${id}"`), `the ${id} button`);
     // Another token for the same intent is not the page.
-    const forged = await fetch(`${service.baseUrl}/test/checkout/${s.intent.id}.${'A'.repeat(32)}`);
+    const forged = await fetch(`${e2e.service.baseUrl}/test/checkout/${s.intent.id}.${'A'.repeat(32)}`);
     t.is(forged.status, 404);
     const paid = await fetch(`${url}/pay`, { method: 'POST', redirect: 'manual' });
     t.is(paid.status, 303);
@@ -290,8 +279,8 @@ test('one-time code (orange_money): otp_required, then the right code, then ever
   const { key, path, secret } = await scope('orange');
   const scenarios = await mapLimit(SUFFIXES, CONCURRENCY, async (suffix, i): Promise<Scenario> => {
     const phoneNumber = phone('225', suffix, i);
-    const intent = await createIntent(service, key, { amount: 900 + i });
-    const answer = await confirm(service, key, intent.id, { operator: 'orange_money', phone_number: phoneNumber });
+    const intent = await createIntent(e2e.service, key, { amount: 900 + i });
+    const answer = await confirm(e2e.service, key, intent.id, { operator: 'orange_money', phone_number: phoneNumber });
     return { operator: 'orange_money', suffix, phoneNumber, intent, answer };
   });
   await mapLimit(scenarios, CONCURRENCY, async (s) => {
@@ -302,7 +291,7 @@ test('one-time code (orange_money): otp_required, then the right code, then ever
       next_action: { type: 'otp_required', otp_required: { ussd_code: '#144*82#', otp_length: 6 } },
     });
     t.regex(s.answer.body.next_action.otp_required.display_message, /#144\*82#/);
-    const second = await confirm(service, key, s.intent.id, { phone_number: s.phoneNumber, otp: '123456' });
+    const second = await confirm(e2e.service, key, s.intent.id, { phone_number: s.phoneNumber, otp: '123456' });
     t.is(second.status, 200, second.text);
     if (s.suffix === '010') {
       t.like(second.body, { status: 'requires_action' }, 'the operator never answers');

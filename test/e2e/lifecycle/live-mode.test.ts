@@ -6,27 +6,20 @@
  * needs no operator (update, cancel) works as in test mode.
  */
 import test from 'ava';
-import { Service, uniqueName } from '../../helpers/service.js';
+import { uniqueName } from '../../helpers/service.js';
 import { cancel, confirm, createIntent, eventsOf, listAllEvents, phone, retrieve, update } from '../../helpers/payment-intent-lifecycle.js';
+import { useService } from '../../helpers/use-service.js';
 
-let service: Service;
-
-test.before(async () => {
-  service = await Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '50', SIMULATOR_PROCESSING_DELAY_MS: '50' } });
-});
-
-test.after.always(async () => {
-  await service?.stop();
-});
+const e2e = useService(test, { workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '50', SIMULATOR_PROCESSING_DELAY_MS: '50' } });
 
 test('a live confirm without a connector: 400 operator_not_configured for every operator, and nothing changes', async (t) => {
   const project = uniqueName('live');
-  const [liveKey, testKey] = await Promise.all([service.issueKey(project, true), service.issueKey(project, false)]);
-  const pi = await createIntent(service, liveKey, { amount: 10_000 });
-  const inKes = await createIntent(service, liveKey, { amount: 10_000, currency: 'kes' });
+  const [liveKey, testKey] = await Promise.all([e2e.service.issueKey(project, true), e2e.service.issueKey(project, false)]);
+  const pi = await createIntent(e2e.service, liveKey, { amount: 10_000 });
+  const inKes = await createIntent(e2e.service, liveKey, { amount: 10_000, currency: 'kes' });
   t.true(pi.livemode);
-  const before = await retrieve(service, liveKey, pi.id);
-  const beforeKes = await retrieve(service, liveKey, inKes.id);
+  const before = await retrieve(e2e.service, liveKey, pi.id);
+  const beforeKes = await retrieve(e2e.service, liveKey, inKes.id);
 
   // Each in a currency the operator takes in that country: only the missing connector refuses.
   const attempts: Array<{ intent: string; body: Record<string, unknown>; operator: string }> = [
@@ -39,34 +32,34 @@ test('a live confirm without a connector: 400 operator_not_configured for every 
     { intent: pi.id, body: { phone_number: phone('228', '000') }, operator: 'moov_money' },
   ];
   for (const { intent, body, operator } of attempts) {
-    const res = await confirm(service, liveKey, intent, body, { 'Idempotency-Key': `live-${JSON.stringify(body)}` });
+    const res = await confirm(e2e.service, liveKey, intent, body, { 'Idempotency-Key': `live-${JSON.stringify(body)}` });
     t.is(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
     t.like(res.body.error, { type: 'invalid_request_error', code: 'operator_not_configured', param: 'operator' });
     t.regex(res.body.error.message, new RegExp(operator));
     t.is(res.body.error.payment_intent, undefined);
   }
-  t.deepEqual(await retrieve(service, liveKey, pi.id), before, 'still new, no attempt, no error');
-  t.deepEqual(await retrieve(service, liveKey, inKes.id), beforeKes, 'still new, no attempt, no error');
-  const liveEvents = await listAllEvents(service, liveKey);
+  t.deepEqual(await retrieve(e2e.service, liveKey, pi.id), before, 'still new, no attempt, no error');
+  t.deepEqual(await retrieve(e2e.service, liveKey, inKes.id), beforeKes, 'still new, no attempt, no error');
+  const liveEvents = await listAllEvents(e2e.service, liveKey);
   t.deepEqual(eventsOf(liveEvents, pi.id).map((e) => e.type), ['payment_intent.created'], 'no new event');
   t.true(liveEvents.every((e) => e.livemode));
 
   // The live intent does not exist for the test key of the same project.
-  const fromTest = await confirm(service, testKey, pi.id, { operator: 'mtn_momo', phone_number: phone('225', '000') });
+  const fromTest = await confirm(e2e.service, testKey, pi.id, { operator: 'mtn_momo', phone_number: phone('225', '000') });
   t.is(fromTest.status, 404, fromTest.text);
-  t.deepEqual(await listAllEvents(service, testKey), []);
+  t.deepEqual(await listAllEvents(e2e.service, testKey), []);
 });
 
 test('a live intent can still be updated and canceled; its events stay live', async (t) => {
-  const liveKey = await service.issueKey(uniqueName('live-cancel'), true);
-  const pi = await createIntent(service, liveKey);
-  const updated = await update(service, liveKey, pi.id, { description: 'live order', amount: 4321 });
+  const liveKey = await e2e.key('live-cancel', true);
+  const pi = await createIntent(e2e.service, liveKey);
+  const updated = await update(e2e.service, liveKey, pi.id, { description: 'live order', amount: 4321 });
   t.is(updated.status, 200, updated.text);
   t.like(updated.body, { description: 'live order', amount: 4321, livemode: true });
-  const canceled = await cancel(service, liveKey, pi.id, { cancellation_reason: 'requested_by_customer' });
+  const canceled = await cancel(e2e.service, liveKey, pi.id, { cancellation_reason: 'requested_by_customer' });
   t.is(canceled.status, 200, canceled.text);
   t.like(canceled.body, { status: 'canceled', livemode: true, cancellation_reason: 'requested_by_customer' });
-  const events = eventsOf(await listAllEvents(service, liveKey), pi.id);
+  const events = eventsOf(await listAllEvents(e2e.service, liveKey), pi.id);
   t.deepEqual(events.map((e) => e.type), ['payment_intent.created', 'payment_intent.canceled']);
   t.true(events.every((e) => e.livemode && e.data.object.livemode));
 });

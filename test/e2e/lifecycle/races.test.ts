@@ -9,8 +9,7 @@
  * which shares its one-minute wait.)
  */
 import test, { type ExecutionContext } from 'ava';
-import { Service, sleep, uniqueName, until, type ApiResponse } from '../../helpers/service.js';
-import { Receiver } from '../../helpers/receiver.js';
+import { sleep, uniqueName, until, type ApiResponse } from '../../helpers/service.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import {
   cancel,
@@ -27,22 +26,11 @@ import {
   waitForDeliveredTypes,
   type Intent,
 } from '../../helpers/payment-intent-lifecycle.js';
+import { useService } from '../../helpers/use-service.js';
 
 const APPROVAL_MS = 400;
 
-let service: Service;
-let receiver: Receiver;
-
-test.before(async () => {
-  [service, receiver] = await Promise.all([
-    Service.start({ workers: 2, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: '100' } }),
-    Receiver.start(),
-  ]);
-});
-
-test.after.always(async () => {
-  await Promise.all([service?.stop(), receiver?.close()]);
-});
+const e2e = useService(test, { workers: 2, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: '100' }, receiver: true });
 
 interface Race {
   intent: Intent;
@@ -66,52 +54,52 @@ async function judge(t: ExecutionContext, key: string, hook: { path: string; sec
   for (const r of canceledWon) t.like(r.cancel.body, { status: 'canceled', next_action: null });
 
   const expected = new Map(races.map((r) => [r.intent.id, r.cancel.status === 200 ? E('created', 'requires_action', 'canceled') : E('created', 'requires_action', 'processing', 'succeeded')]));
-  await waitForDeliveredTypes(receiver, hook.path, expected);
+  await waitForDeliveredTypes(e2e.receiver, hook.path, expected);
   // Every dropped answer has run and been logged by now.
   await until(
     'the late answers to be dropped',
     () => {
-      const late = new Set(logLines(service, 'payment intent job changed nothing').filter((l) => /^arrived too late/.test(String(l.reason))).map((l) => l.payment_intent));
+      const late = new Set(logLines(e2e.service, 'payment intent job changed nothing').filter((l) => /^arrived too late/.test(String(l.reason))).map((l) => l.payment_intent));
       return canceledWon.every((r) => !r.answered || late.has(r.intent.id)) ? true : undefined;
     },
     30_000,
   );
   await sleep(1000); // a stray transition would show by now
-  const [listing, intents] = await Promise.all([listAllEvents(service, key), listAllIntents(service, key)]);
+  const [listing, intents] = await Promise.all([listAllEvents(e2e.service, key), listAllIntents(e2e.service, key)]);
   for (const r of races) {
     const pi = intents.get(r.intent.id)!;
     const types = eventsOf(listing, r.intent.id).map((e) => e.type);
     t.deepEqual(types, expected.get(r.intent.id), `${r.intent.id}: the events of the winner only`);
     t.is(pi.status, r.cancel.status === 200 ? 'canceled' : 'succeeded');
   }
-  const late = logLines(service, 'payment intent job changed nothing').filter((l) => races.some((r) => r.intent.id === l.payment_intent));
+  const late = logLines(e2e.service, 'payment intent job changed nothing').filter((l) => races.some((r) => r.intent.id === l.payment_intent));
   for (const line of late) {
     t.is(line.level, 30, 'logged at info');
     t.true(canceledWon.some((r) => r.intent.id === line.payment_intent), 'only an answer that lost to a cancel is dropped');
   }
-  const delivered = verifiedDeliveries(receiver, hook.path, hook.secret);
+  const delivered = verifiedDeliveries(e2e.receiver, hook.path, hook.secret);
   const ours = delivered.filter((d) => expected.has(d.event.data.object.id));
   t.is(new Set(ours.map((d) => d.webhookId)).size, ours.length, 'no event delivered twice');
-  t.is(deliveredEvents(receiver, hook.path).length, delivered.length);
+  t.is(deliveredEvents(e2e.receiver, hook.path).length, delivered.length);
 }
 
 async function scope(name: string): Promise<{ key: string; hook: { path: string; secret: string } }> {
   const project = uniqueName(name);
-  const key = await service.issueKey(project);
-  const endpoint = await createEndpoint(service, key, receiver.url(`/${project}`));
+  const key = await e2e.service.issueKey(project);
+  const endpoint = await createEndpoint(e2e.service, key, e2e.receiver.url(`/${project}`));
   return { key, hook: { path: `/${project}`, secret: endpoint.secret } };
 }
 
 test('a cancel racing the payer’s approval on the phone: one side wins each race', async (t) => {
   const { key, hook } = await scope('race-phone');
   const count = 24;
-  const intents = await mapLimit(Array.from({ length: count }, (_, i) => i), 6, (i) => createIntent(service, key, { amount: 100 + i }));
+  const intents = await mapLimit(Array.from({ length: count }, (_, i) => i), 6, (i) => createIntent(e2e.service, key, { amount: 100 + i }));
   // Cancels sent from well before to well after the approval is due, so that both sides win some races.
   const races = await mapLimit(intents, count, async (intent, i): Promise<Race> => {
-    const confirmed = await confirm(service, key, intent.id, { operator: 'mtn_momo', phone_number: phone('225', '000', i) });
+    const confirmed = await confirm(e2e.service, key, intent.id, { operator: 'mtn_momo', phone_number: phone('225', '000', i) });
     t.is(confirmed.status, 200, confirmed.text);
     await sleep(Math.round((i / count) * APPROVAL_MS * 2));
-    return { intent, cancel: await cancel(service, key, intent.id, { cancellation_reason: 'requested_by_customer' }), answered: true };
+    return { intent, cancel: await cancel(e2e.service, key, intent.id, { cancellation_reason: 'requested_by_customer' }), answered: true };
   });
   await judge(t, key, hook, races);
 });
@@ -119,15 +107,15 @@ test('a cancel racing the payer’s approval on the phone: one side wins each ra
 test('a cancel racing Pay on the checkout page, sent at the same moment: one side wins each race', async (t) => {
   const { key, hook } = await scope('race-wave');
   const count = 16;
-  const intents = await mapLimit(Array.from({ length: count }, (_, i) => i), 6, (i) => createIntent(service, key, { amount: 200 + i, allowed_operators: ['wave'] }));
+  const intents = await mapLimit(Array.from({ length: count }, (_, i) => i), 6, (i) => createIntent(e2e.service, key, { amount: 200 + i, allowed_operators: ['wave'] }));
   const confirmed = await mapLimit(intents, 4, async (intent, i) => {
-    const res = await confirm(service, key, intent.id, { operator: 'wave', phone_number: phone('221', '000', i) });
+    const res = await confirm(e2e.service, key, intent.id, { operator: 'wave', phone_number: phone('221', '000', i) });
     t.is(res.status, 200, res.text);
     return { intent, url: res.body.next_action.redirect_to_url.url as string };
   });
   const races = await Promise.all(
     confirmed.map(async ({ intent, url }): Promise<Race> => {
-      const [paid, canceled] = await Promise.all([fetch(`${url}/pay`, { method: 'POST', redirect: 'manual' }), cancel(service, key, intent.id)]);
+      const [paid, canceled] = await Promise.all([fetch(`${url}/pay`, { method: 'POST', redirect: 'manual' }), cancel(e2e.service, key, intent.id)]);
       // The page may already know the cancel (then it has no such checkout any more), else it sends the payer back.
       t.true([303, 404].includes(paid.status), `pay: ${paid.status}`);
       return { intent, cancel: canceled, answered: paid.status === 303 };
