@@ -13,7 +13,7 @@ import { createRedis } from '../common/redis.js';
 import { jitteredBackoff } from '../common/retry.js';
 import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { resolveStoreProfile, type StoreProfile } from '../common/store-profile.js';
-import { buildJobDeps, type WorkerDeps, type WorkerRedis } from './deps.js';
+import { buildJobDeps, type JobDeps, type WorkerDeps, type WorkerRedis } from './deps.js';
 import { startWorkerMetrics } from './metrics.js';
 import { createsRoutes, eventsRoutes, intentsRoutes, maintenanceRoutes, routeJobs, webhooksRoutes } from './routes.js';
 import { scheduleHousekeeping } from './schedules.js';
@@ -118,7 +118,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   };
 }
 
-function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, { writesInFlight, transitionWritesInFlight }: Pick<ReturnType<typeof buildJobDeps>, 'writesInFlight' | 'transitionWritesInFlight'>): void {
+function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, { writesInFlight, transitionWritesInFlight }: Pick<JobDeps, 'writesInFlight' | 'transitionWritesInFlight'>): void {
   logger.info(
     {
       concurrency: config.workerConcurrency,
