@@ -11,7 +11,7 @@ import type { PaymentIntentDoc } from '../../../common/documents.js';
 import { IdGenerator } from '../../../common/ids.js';
 import { openQueue, QUEUES, type TypedQueue } from '../../../common/jobs.js';
 import { createLogger } from '../../../common/logger.js';
-import { servedByFerretDB } from '../../../common/mongo.js';
+import { resolveStoreProfile } from '../../../common/store-profile.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
 import { WriteGate } from '../../../worker/lifecycle/write-gate.js';
 import type { OperatorConnector, RefundRequest, RefundResult } from '../../../worker/operators/connector.js';
@@ -41,7 +41,7 @@ test.after.always(async () => {
 function connector(answers: { refund: () => Promise<RefundResult>; outcome?: () => Promise<RefundResult> }) {
   const asked: { refunds: RefundRequest[]; outcomes: Array<[string, string | undefined]> } = { refunds: [], outcomes: [] };
   const impl: OperatorConnector = {
-    requestPayment: async () => undefined,
+    requestPayment: async () => ({}),
     outcome: async () => ({ kind: 'pending' }),
     refund: async (request) => {
       asked.refunds.push(request);
@@ -63,7 +63,7 @@ async function world(impl: OperatorConnector) {
     redis: stack.redis,
     prefix: stack.config.queuePrefix,
     writes: new WriteGate(1),
-    keyOnlyUpdates: () => servedByFerretDB(stack.mongo.db),
+    atomicConditionalUpdates: (await resolveStoreProfile(stack.config.storeProfile, stack.mongo.db)).atomicConditionalUpdates,
     ids,
     now: Date.now,
     inserts: new InsertBatcher({ maxDocs: 16, waitMs: 2 }),
