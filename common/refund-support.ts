@@ -1,27 +1,17 @@
 /**
- * What refunds each operator supports (DESIGN.md section 10: the catalog's
- * `refunds` column). A stand-in until the operator catalog (common/operator-catalog.ts)
- * answers it per operator and country; callers ask this one function, so only its
- * body changes then.
+ * What refunds an operator supports: the catalog's `refunds` column
+ * (common/operator-catalog.ts, DESIGN.md section 10), asked through this one function.
  *
- * - `partial`: any amount up to what remains (MTN MoMo refunds through its
- *   Disbursement product, any amount).
- * - `full`: only the whole payment, once (M-Pesa's Reversal API reverses the whole
- *   transaction; a Wave checkout session is refunded whole).
- * - `none`: no refund API (Orange Money, Airtel Money, Moov Money).
+ * - `partial`: any amount up to what remains;
+ * - `full`: only the whole payment, once;
+ * - `none`: no refund API.
+ *
+ * An operator the catalog does not know refunds nothing.
  */
-export type RefundSupport = 'partial' | 'full' | 'none';
+import { catalogEntry, type RefundSupport } from './operator-catalog.js';
 
-const SUPPORT: Readonly<Record<string, RefundSupport>> = {
-  mtn_momo: 'partial',
-  mpesa: 'full',
-  wave: 'full',
-  orange_money: 'none',
-  airtel_money: 'none',
-  moov_money: 'none',
-};
+export type { RefundSupport };
 
-/** An operator the table does not know (a custom `OPERATORS` catalog) refunds nothing. */
 export function refundSupport(operator: string): RefundSupport {
-  return Object.hasOwn(SUPPORT, operator) ? (SUPPORT[operator] as RefundSupport) : 'none';
+  return catalogEntry(operator)?.refunds ?? 'none';
 }

@@ -158,13 +158,14 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
       await create(ctx, {
         jobName: JOBS.testWebhookEndpoint,
         validate: (body) => parseEmptyBody(body),
+        // The slot first: a storm of test calls past the cap costs a Redis call each, no read of MongoDB.
         precheck: async () => {
-          await exists(ctx)();
           if (!(await testSlots.take(key, holder))) {
             const limit = deps.config.webhooks.testsInFlight;
             throw errors.testCallsInFlight(limit, testSlots.retryAfterSeconds(deps.config.webhooks.testTimeoutMs));
           }
           held = true;
+          await exists(ctx)();
         },
         jobData: (base, input) => ({ ...base, target: target(ctx), input }),
       });

@@ -55,8 +55,10 @@ test("a request that waits on another request's job of its key gets that job's a
   t.is(first.body.error.code, 'processing_timeout', 'accepted: its job waits');
 
   // The timeout freed the key (as a rollback of Redis may): the retry takes it and
-  // waits on the same job id, the first request's job, which runs now.
-  const retry = service.request('POST', PI, { key, body: { amount: 42 }, headers });
+  // waits on the same job id, the first request's job, which runs now. It goes to an
+  // api that waits longer: a worker starting on a loaded machine may take seconds.
+  const { baseUrl } = await service.startExtraApi({ CREATE_TIMEOUT_MS: '60000' });
+  const retry = service.request('POST', PI, { key, baseUrl, body: { amount: 42 }, headers });
   await new Promise((resolve) => setTimeout(resolve, 300));
   await service.startWorker();
   const again = await retry;
