@@ -7,7 +7,7 @@
  * the fault ends (a retry storm would keep it down).
  *
  * The wait is measured cheaply, away from requests: every `intervalMs`, the age of
- * the oldest job waiting in the creates queue that has never been started (one
+ * the oldest job waiting in the writes queue that has never been started (one
  * list read and a hash read per job, for the first `SAMPLE_JOBS` jobs in Redis). The
  * queue is first in, first out, so a job enqueued now waits about that long, and
  * longer if the queue is growing. A request only reads the last sample.

@@ -18,7 +18,7 @@ export interface AppDeps {
   config: Config;
   /** Fail-fast command connection: a request answers 503 while Redis is down. */
   redis: Redis;
-  /** Every queue of the service, typed from the job contract; the creates queue is used to enqueue. */
+  /** Every queue of the service, typed from the job contract; the writes queue is used to enqueue. */
   queues: Queues;
   results: ResultWaiter;
   mongo: Mongo;

@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   // While unsubscribed, revocations may be missed: forget every cached key.
   subscriber.on('ready', () => keys.clear());
   let started = false;
-  const admission = new CreateAdmission(queues.creates, { limitMs: config.createAdmissionWaitMs, now });
+  const admission = new CreateAdmission(queues.writes, { limitMs: config.createAdmissionWaitMs, now });
 
   const registry = createRegistry('api');
   const http = httpMetrics(registry);

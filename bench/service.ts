@@ -167,10 +167,10 @@ export async function startService(mongo: MongoClient, group: string, workerCoun
   };
   try {
     // At LOG_LEVEL=warn neither process prints that it is ready: ask the api, and
-    // count the workers BullMQ sees on the creates queue.
+    // count the workers BullMQ sees on the writes queue.
     await waitUntil('the api', api, () => httpOk(`${baseUrl}/readyz`));
     if (workerCount > 0) {
-      const queue = new Queue('creates', { connection: { url: settings.redisUrl }, prefix });
+      const queue = new Queue('writes', { connection: { url: settings.redisUrl }, prefix });
       try {
         await waitUntil(`${workerCount} worker(s)`, workers[0] as Child, async () => {
           for (const w of workers) w.assertRunning();

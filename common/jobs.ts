@@ -21,8 +21,11 @@ import type { RefundReason } from './documents.js';
 import type { MetadataPairs } from './metadata.js';
 
 export const QUEUES = {
-  /** Creates of resources: the api enqueues and waits for the result. */
-  creates: 'creates',
+  /**
+   * Every write a request asks for: creates, confirms, cancels, updates, refunds and
+   * endpoint changes. The api enqueues and waits for the result.
+   */
+  writes: 'writes',
   /** Fan-out of an event to the endpoints subscribed to it. */
   events: 'events',
   /** One job per (event, endpoint): a signed POST, retried on the schedule. */
@@ -332,7 +335,7 @@ export interface DeliverWebhookData {
 
 /** Every job of every queue: its data and what its processor returns. */
 export interface QueueJobs {
-  creates: {
+  writes: {
     [JOBS.createPaymentIntent]: { data: CreatePaymentIntentData; result: CreateJobResult };
     [JOBS.createWebhookEndpoint]: { data: CreateWebhookEndpointData; result: CreateJobResult };
     [JOBS.confirmPaymentIntent]: { data: ConfirmPaymentIntentData; result: CreateJobResult };
@@ -358,7 +361,7 @@ export interface QueueJobs {
     [JOBS.deliverWebhook]: { data: DeliverWebhookData; result: unknown };
     /**
      * An endpoint's test call: answered like a mutation (the api waits for it), but
-     * made by the delivery machinery, never by the creates queue, which every
+     * made by the delivery machinery, never by the writes queue, which every
      * tenant's creates and mutations share (security review H1).
      */
     [JOBS.testWebhookEndpoint]: { data: WebhookEndpointMutationData; result: CreateJobResult };
@@ -393,13 +396,13 @@ export type TypedQueue<Q extends QueueName> = Queue<unknown, unknown, never> & {
 export type Queues = { [Q in QueueName]: TypedQueue<Q> };
 
 /** The jobs an api request enqueues and waits for: every job of `creates`, and the endpoint test. */
-export type RequestJobs = QueueJobs['creates'] & Pick<QueueJobs['webhooks'], typeof JOBS.testWebhookEndpoint>;
+export type RequestJobs = QueueJobs['writes'] & Pick<QueueJobs['webhooks'], typeof JOBS.testWebhookEndpoint>;
 export type RequestJobName = keyof RequestJobs & string;
 export type RequestJobData<N extends RequestJobName> = RequestJobs[N]['data'];
 
 /** The queue a request's job goes to. */
-export function requestQueue(name: RequestJobName): 'creates' | 'webhooks' {
-  return name === JOBS.testWebhookEndpoint ? QUEUES.webhooks : QUEUES.creates;
+export function requestQueue(name: RequestJobName): 'writes' | 'webhooks' {
+  return name === JOBS.testWebhookEndpoint ? QUEUES.webhooks : QUEUES.writes;
 }
 
 export function openQueue<Q extends QueueName>(name: Q, options: QueueOptions): TypedQueue<Q> {
@@ -409,7 +412,7 @@ export function openQueue<Q extends QueueName>(name: Q, options: QueueOptions): 
 /** Every queue of the service, on one connection. */
 export function openQueues(options: QueueOptions): Queues {
   return {
-    creates: openQueue(QUEUES.creates, options),
+    writes: openQueue(QUEUES.writes, options),
     events: openQueue(QUEUES.events, options),
     intents: openQueue(QUEUES.intents, options),
     webhooks: openQueue(QUEUES.webhooks, options),

@@ -76,8 +76,8 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   const maintenanceQueue = openQueue(QUEUES.maintenance, { connection: redis.queues, prefix });
   const intentsQueue = openQueue(QUEUES.intents, { connection: redis.queues, prefix });
   // Read only: how many creates wait (deliveries yield to them).
-  const createsQueue = openQueue(QUEUES.creates, { connection: redis.queues, prefix });
-  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue, intentsQueue, createsQueue], logger);
+  const writesQueue = openQueue(QUEUES.writes, { connection: redis.queues, prefix });
+  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue, intentsQueue, writesQueue], logger);
   // One gate for the process's batched inserts and transition updates (write-gate.ts).
   const writesInFlight = config.workerWritesInFlight ?? storeProfile.writesInFlight;
   const transitionWritesInFlight = Math.min(writesInFlight, config.workerTransitionWritesInFlight ?? storeProfile.transitionWritesInFlight);
@@ -140,7 +140,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     webhooksQueue,
     maintenanceQueue,
     intentsQueue,
-    createsQueue,
+    writesQueue,
     writesInFlight,
     transitionWritesInFlight,
     createDeps,

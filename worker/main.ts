@@ -1,5 +1,6 @@
 /**
- * Worker process: creates, housekeeping, event dispatch and webhook delivery.
+ * Worker process: writes (creates and every mutation), the payment lifecycle,
+ * housekeeping, event dispatch and webhook delivery.
  * Any number of these run side by side against the same Redis and MongoDB.
  */
 import type { MinimalJob } from 'bullmq';
@@ -15,7 +16,7 @@ import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } fro
 import { resolveStoreProfile, type StoreProfile } from '../common/store-profile.js';
 import { buildJobDeps, type JobDeps, type WorkerDeps, type WorkerRedis } from './deps.js';
 import { startWorkerMetrics } from './metrics.js';
-import { createsRoutes, eventsRoutes, intentsRoutes, maintenanceRoutes, routeJobs, webhooksRoutes } from './routes.js';
+import { writesRoutes, eventsRoutes, intentsRoutes, maintenanceRoutes, routeJobs, webhooksRoutes } from './routes.js';
 import { scheduleHousekeeping } from './schedules.js';
 import { priorAttempts } from './webhooks/first-attempt.js';
 import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
@@ -68,7 +69,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   const jobs = buildJobDeps(deps);
   const { first, pending } = jobs;
   const common = workerOptions(config, redis.workers);
-  const creates = startTypedWorker(QUEUES.creates, routeJobs(createsRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
+  const writes = startTypedWorker(QUEUES.writes, routeJobs(writesRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
   const intents = startTypedWorker(QUEUES.intents, routeJobs(intentsRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
   const maintenance = startTypedWorker(QUEUES.maintenance, routeJobs(maintenanceRoutes(jobs)), { ...common, concurrency: 1 });
   const stopSchedules = await scheduleHousekeeping(jobs.maintenanceQueue, config, redis.queues, logger);
@@ -76,7 +77,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   const webhooks = startTypedWorker(QUEUES.webhooks, routeJobs(webhooksRoutes(jobs)), { ...common, concurrency: config.webhooks.concurrency });
   jobs.deliveries.worker = webhooks;
 
-  const workers = [creates, intents, maintenance, events, webhooks];
+  const workers = [writes, intents, maintenance, events, webhooks];
   for (const w of workers) {
     w.on('failed', (job, err) => logger.warn({ queue: w.name, job: job?.name, job_id: job?.id, err: err.message }, 'job attempt failed'));
     w.on('error', (err) => logger.warn({ queue: w.name, err: err.message }, 'worker error'));
@@ -84,7 +85,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   }
   for (const w of workers) w.run().catch((err: Error) => logger.error({ queue: w.name, err: err.message }, 'worker stopped'));
   const stopYielding = yieldToCreates({
-    creates: jobs.createsQueue,
+    creates: jobs.writesQueue,
     deliveries: webhooks,
     full: config.webhooks.concurrency,
     reduced: Math.max(1, Math.ceil(config.webhooks.concurrency / 10)),
@@ -108,7 +109,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
           ['webhooks queue', () => jobs.webhooksQueue.close()],
           ['maintenance queue', () => jobs.maintenanceQueue.close()],
           ['intents queue', () => jobs.intentsQueue.close()],
-          ['creates queue', () => jobs.createsQueue.close()],
+          ['writes queue', () => jobs.writesQueue.close()],
           ['metrics', () => metrics.close()],
           ['outbox releases', () => pending.close()],
         ],

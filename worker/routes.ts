@@ -50,7 +50,7 @@ export function routeJobs<Q extends QueueName>(routes: JobRoutes<Q>): (job: AnyJ
   };
 }
 
-export function createsRoutes({ config, createDeps, eventsQueue, fanOut, intentsQueue, lifecycleDeps, endpointDeps, refundDeps }: JobDeps): JobRoutes<'creates'> {
+export function writesRoutes({ config, createDeps, eventsQueue, fanOut, intentsQueue, lifecycleDeps, endpointDeps, refundDeps }: JobDeps): JobRoutes<'writes'> {
   return {
     [JOBS.createPaymentIntent]: (job) => createPaymentIntent({ ...createDeps, eventsQueue, fanOut, intentsQueue }, job),
     [JOBS.confirmPaymentIntent]: (job) => confirmPaymentIntent(lifecycleDeps, job),

@@ -114,7 +114,7 @@ async function runJob<N extends RequestJobName, Input>(
   // The endpoint test goes to the delivery machinery's queue, first in line there
   // (deliveries waiting for slots must not make the caller's wait time out).
   const toWebhooks = requestQueue(spec.jobName) === 'webhooks';
-  const queue = toWebhooks ? deps.queues.webhooks : deps.queues.creates;
+  const queue = toWebhooks ? deps.queues.webhooks : deps.queues.writes;
   const jobOptions = toWebhooks ? { ...options, lifo: true } : options;
   // The name and data agree by CreateSpec's types; the queue is the name's own.
   const enqueue = () => (queue as unknown as Queue).add(spec.jobName, data, jobOptions);

@@ -64,7 +64,7 @@ async function post(url: string, token: string, body: unknown, headers: Record<s
 }
 
 async function waitForWorkers(redisUrl: string, prefix: string, count: number, timeoutMs = 120_000): Promise<void> {
-  const queue = new Queue('creates', { connection: { url: redisUrl }, prefix });
+  const queue = new Queue('writes', { connection: { url: redisUrl }, prefix });
   try {
     const deadline = Date.now() + timeoutMs;
     while ((await queue.getWorkersCount()) < count) {

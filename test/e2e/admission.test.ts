@@ -1,5 +1,5 @@
 /**
- * Admission control: while the creates queue holds a job that has waited longer
+ * Admission control: while the writes queue holds a job that has waited longer
  * than the api's wait allows, a new create is refused at once (503
  * service_unavailable, Retry-After) and leaves nothing behind; once the queue
  * drains, creates are admitted again.
@@ -36,7 +36,7 @@ test('a create the queue cannot serve in time is refused at once with 503 and Re
   const third = await service.request('POST', PI, { key, body: { amount: 3 }, headers: { 'Idempotency-Key': 'third' } });
   t.is(third.status, 503, third.text);
   t.is(third.body.error.code, 'service_unavailable');
-  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
   const waiting = await queue.getWaiting();
   t.false(waiting.some((job) => job.data.input.amount === 3), 'the refused create enqueued nothing');

@@ -223,7 +223,7 @@ for (const [what, body, code, param, live] of badEndpoints) {
 test('bad input leaves no trace: no object, no idempotency record, no job', async (t) => {
   const project = uniqueName('trace');
   const key = await service.issueKey(project);
-  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
   for (const [, body] of badPaymentIntents) {
     await service.request('POST', PI, { key, body, headers: { 'Idempotency-Key': `bad-${Math.random()}` } });

@@ -60,27 +60,27 @@ test('a cross-origin form POST with valid Basic credentials is refused, and adds
 
 test('even from its own origin, the dashboard cannot add or edit jobs', async (t) => {
   const own = { ...basic(), Origin: service.baseUrl, 'Content-Type': 'application/json' };
-  const before = await jobCount(QUEUES.creates);
+  const before = await jobCount(QUEUES.writes);
   const data = { id: 'pi_forged', project: 'victim', livemode: true, input: { amount: 1 } };
-  const add = await service.request('POST', `/admin/queues/api/queues/${QUEUES.creates}/add`, {
+  const add = await service.request('POST', `/admin/queues/api/queues/${QUEUES.writes}/add`, {
     headers: own,
     rawBody: JSON.stringify({ name: JOBS.createPaymentIntent, data, options: {} }),
   });
   refused(t, add, 'add');
-  const edit = await service.request('PATCH', `/admin/queues/api/queues/${QUEUES.creates}/some-job/update-data`, {
+  const edit = await service.request('PATCH', `/admin/queues/api/queues/${QUEUES.writes}/some-job/update-data`, {
     headers: own,
     rawBody: JSON.stringify({ jobData: data }),
   });
   refused(t, edit, 'update-data');
   for (const [method, path] of [
-    ['PUT', `/api/queues/${QUEUES.creates}/obliterate`],
-    ['PUT', `/api/queues/${QUEUES.creates}/empty`],
-    ['PATCH', `/api/queues/${QUEUES.creates}/job-schedulers/x`],
-    ['DELETE', `/api/queues/${QUEUES.creates}`],
+    ['PUT', `/api/queues/${QUEUES.writes}/obliterate`],
+    ['PUT', `/api/queues/${QUEUES.writes}/empty`],
+    ['PATCH', `/api/queues/${QUEUES.writes}/job-schedulers/x`],
+    ['DELETE', `/api/queues/${QUEUES.writes}`],
   ] as const) {
     refused(t, await service.request(method, `/admin/queues${path}`, { headers: own }), `${method} ${path}`);
   }
-  t.is(await jobCount(QUEUES.creates), before);
+  t.is(await jobCount(QUEUES.writes), before);
 });
 
 test('retry and clean still work for operators', async (t) => {
@@ -88,7 +88,7 @@ test('retry and clean still work for operators', async (t) => {
   for (const origin of origins) {
     const retry = await service.request('PUT', `/admin/queues/api/queues/${QUEUES.webhooks}/retry/failed`, { headers: { ...basic(), ...origin } });
     t.is(retry.status, 200, `retry ${JSON.stringify(origin)}: ${retry.text}`);
-    const clean = await service.request('PUT', `/admin/queues/api/queues/${QUEUES.creates}/clean/completed`, { headers: { ...basic(), ...origin } });
+    const clean = await service.request('PUT', `/admin/queues/api/queues/${QUEUES.writes}/clean/completed`, { headers: { ...basic(), ...origin } });
     t.is(clean.status, 200, `clean ${JSON.stringify(origin)}: ${clean.text}`);
   }
 });
@@ -111,7 +111,7 @@ test('the dashboard is never framed nor cached, its errors included', async (t) 
 });
 
 test('without ADMIN_TOKEN every method on every admin path is 404', async (t) => {
-  const paths = ['/admin/v1/api_keys', '/admin/v1/api_keys/key_123', '/admin/queues', '/admin/queues/api/queues', `/admin/queues/api/queues/${QUEUES.creates}/add`, '/admin', '/admin/other'];
+  const paths = ['/admin/v1/api_keys', '/admin/v1/api_keys/key_123', '/admin/queues', '/admin/queues/api/queues', `/admin/queues/api/queues/${QUEUES.writes}/add`, '/admin', '/admin/other'];
   for (const path of paths) {
     for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
       const res = await closed.request(method, path, { headers: { Authorization: 'Bearer whatever-token-0123456789' } });
@@ -129,7 +129,7 @@ test("Bull Board's own errors come in the contract's envelope", async (t) => {
   t.is(unknownQueue.status, 404);
   t.is(unknownQueue.body.error.code, 'route_not_found');
   for (const rawBody of ['0', '"text"', '{']) {
-    const res = await service.request('PUT', `/admin/queues/api/queues/${QUEUES.creates}/clean/completed`, { headers: own, rawBody });
+    const res = await service.request('PUT', `/admin/queues/api/queues/${QUEUES.writes}/clean/completed`, { headers: own, rawBody });
     t.is(res.status, 400, rawBody);
     t.is(res.body.error.code, 'invalid_json', rawBody);
     t.is(res.body.error.request_id, res.headers.get('request-id'));

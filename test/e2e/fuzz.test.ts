@@ -84,7 +84,7 @@ const ROUTES: ReadonlyArray<readonly [method: string, template: string, auth: st
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 const AUTHS = ['none', 'test', 'live', 'admin', 'basic', 'unknownKey', 'garbage', 'malformed'] as const;
-const queue = fc.oneof(fc.constantFrom('creates', 'events', 'webhooks', 'maintenance'), fc.string({ maxLength: 10 }).map(encodeURIComponent));
+const queue = fc.oneof(fc.constantFrom('writes', 'events', 'webhooks', 'maintenance'), fc.string({ maxLength: 10 }).map(encodeURIComponent));
 
 /** A route of the api, mostly with its own method and credential, sometimes with another. */
 const routed = fc

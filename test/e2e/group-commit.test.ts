@@ -30,7 +30,7 @@ test('a worker killed in the middle of a batch: every job of the batch ends with
   t.teardown(() => service.stop());
   const project = uniqueName('batchkill');
   const key = await service.issueKey(project);
-  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
 
   const bodies = Array.from({ length: batch }, (_, i) => ({ amount: 500 + i }));

@@ -27,7 +27,7 @@ test.serial('after a timeout, a retry with the same key and another request gets
   const project = uniqueName('timeout');
   const key = await service.issueKey(project);
   const headers = { 'Idempotency-Key': 'held-back' };
-  const creates = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const creates = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(async () => {
     await creates.resume();
     await creates.close();

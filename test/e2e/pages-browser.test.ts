@@ -160,10 +160,10 @@ browserTest('the queue dashboard loads with no failed request and no font from a
   t.is(res?.status(), 200);
   const html = await res!.text();
   t.false(/fonts\.(googleapis|gstatic)\.com/.test(html), 'the served HTML links no public font service');
-  await w.page.getByText('creates', { exact: true }).first().waitFor({ timeout: 30_000 });
+  await w.page.getByText('writes', { exact: true }).first().waitFor({ timeout: 30_000 });
   await settled(w);
   await w.page.goto(`${service.baseUrl}/admin/queues/queue/creates`);
-  await w.page.getByText('creates', { exact: true }).first().waitFor({ timeout: 30_000 });
+  await w.page.getByText('writes', { exact: true }).first().waitFor({ timeout: 30_000 });
   await settled(w);
   await screenshot(w.page, 'dashboard-local-fonts.png');
   t.deepEqual(w.foreign, [], 'nothing asked of another host');

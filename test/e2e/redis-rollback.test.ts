@@ -80,7 +80,7 @@ test('a request whose job Redis lost while it waited is enqueued again once Redi
   });
   const headers = { 'Idempotency-Key': 'lost-with-redis' };
   const pending = service.request('POST', PI, { key, body: { amount: 43 }, headers });
-  const queue = new Queue(QUEUES.creates, { connection: { url: redis.url, maxRetriesPerRequest: null }, prefix: service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: redis.url, maxRetriesPerRequest: null }, prefix: service.prefix });
   t.teardown(() => queue.close());
   await until('the job to wait in the queue', async () => ((await queue.getWaitingCount()) === 1 ? true : undefined));
 

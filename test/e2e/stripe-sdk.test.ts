@@ -234,7 +234,7 @@ test('maxNetworkRetries against a 409: the SDK retries while the key is in fligh
   const held = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '60000' } });
   t.teardown(() => held.stop());
   const key = await held.issueKey('sdk-retry');
-  const queue = new Queue(QUEUES.creates, { connection: { url: held.env.REDIS_URL as string }, prefix: held.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: held.env.REDIS_URL as string }, prefix: held.prefix });
   t.teardown(() => queue.close());
 
   // Form-encoded, as the SDK sends it: the same key with a JSON body would be another request.

@@ -23,7 +23,7 @@ async function retryUntilOk(service: Service, key: string, body: unknown, idempo
 
 test('the api is SIGKILLed right after enqueueing: a retry on a new api process returns the one object', async (t) => {
   const { service, key, project } = await withService(t, { project: 'apikill', workers: 0 });
-  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
 
   const pending = service.request('POST', PI, { key, body: { amount: 77 }, headers: { 'Idempotency-Key': 'crash-api' } }).catch((err: Error) => err);
@@ -44,7 +44,7 @@ test('the api is SIGKILLed right after enqueueing: a retry on a new api process 
 
 test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, each key has exactly one object', async (t) => {
   const { service, key, project } = await withService(t, { project: 'workerkill', workers: 1, env: { WORKER_CONCURRENCY: '10', CREATE_TIMEOUT_MS: '3000' } });
-  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
 
   const total = 200;
@@ -71,7 +71,7 @@ test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, 
   // A worker that attached its listeners after that check lost these reports.
   const r = service.redis();
   t.teardown(() => r.disconnect());
-  const queueKey = `${service.prefix}:${QUEUES.creates}`;
+  const queueKey = `${service.prefix}:${QUEUES.writes}`;
   const orphans = await r.lrange(`${queueKey}:active`, 0, -1);
   t.true(orphans.length > 0, 'the killed worker left active jobs');
   await until('the killed worker\'s locks to expire', async () => ((await r.exists(...orphans.map((id) => `${queueKey}:${id}:lock`))) === 0 ? true : undefined));
@@ -93,7 +93,7 @@ test('a worker is SIGKILLed with jobs in flight: they are recovered as stalled, 
   const reported = () =>
     new Set(
       replacement.output
-        .filter((line) => line.includes('job stalled') && line.includes(`"queue":"${QUEUES.creates}"`))
+        .filter((line) => line.includes('job stalled') && line.includes(`"queue":"${QUEUES.writes}"`))
         .map((line) => (JSON.parse(line) as { job_id?: string }).job_id ?? ''),
     );
   await until('every orphaned create job to be reported stalled', () => (orphans.every((id) => reported().has(id)) ? true : undefined)).catch(() => undefined);

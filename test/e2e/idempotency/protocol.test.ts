@@ -144,7 +144,7 @@ test('a key on a GET is ignored', async (t) => {
 test('job ids are derived from the key, so a retry never enqueues a second job', async (t) => {
   const project = uniqueName('jobid');
   const key = await e2e.service.issueKey(project);
-  const queue = new Queue(QUEUES.creates, { connection: { url: e2e.service.env.REDIS_URL }, prefix: e2e.service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: e2e.service.env.REDIS_URL }, prefix: e2e.service.prefix });
   t.teardown(() => queue.close());
   const res = await e2e.service.request('POST', PI, { key, body: { amount: 1 } });
   t.is(res.status, 200);

@@ -82,7 +82,7 @@ test('with the right credentials: the page, its assets and the JSON API with eve
   const api = await service.request('GET', '/admin/queues/api/queues', { headers: auth });
   t.is(api.status, 200);
   const names = (api.body.queues as Array<{ name: string }>).map((q) => q.name).sort();
-  t.deepEqual(names, ['creates', 'events', 'intents', 'maintenance', 'webhooks']);
+  t.deepEqual(names, ['events', 'intents', 'maintenance', 'webhooks', 'writes']);
 });
 
 test('an unknown path under the dashboard is a 404 in the error envelope', async (t) => {

@@ -1,5 +1,5 @@
 // The Bull Board dashboard in a real browser (Debian's chromium, driven by
-// playwright-core): log in with Basic auth, find the creates queue with its
+// playwright-core): log in with Basic auth, find the writes queue with its
 // completed jobs, save a screenshot, and check through Bull Board's JSON API that
 // no secret created during the test is shown anywhere.
 
@@ -65,16 +65,16 @@ browserTest('a browser without credentials is refused with a Basic challenge', a
   await t.throwsAsync(page.goto(`${service.baseUrl}/admin/queues`), { message: /ERR_INVALID_AUTH_CREDENTIALS/ });
 });
 
-browserTest('an operator logs in and sees the creates queue with its completed jobs', async (t) => {
+browserTest('an operator logs in and sees the writes queue with its completed jobs', async (t) => {
   const context = await browser!.newContext({ httpCredentials: { username: 'admin', password: service.adminToken } });
   t.teardown(() => context.close());
   const page = await context.newPage();
 
   const home = await page.goto(`${service.baseUrl}/admin/queues`);
   t.is(home?.status(), 200);
-  await page.getByText('creates', { exact: true }).first().waitFor({ timeout: 15_000 });
+  await page.getByText('writes', { exact: true }).first().waitFor({ timeout: 15_000 });
   const overview = await page.locator('body').innerText();
-  for (const queue of ['creates', 'events', 'webhooks', 'maintenance']) t.true(overview.includes(queue), `queue ${queue} listed`);
+  for (const queue of ['writes', 'events', 'webhooks', 'maintenance']) t.true(overview.includes(queue), `queue ${queue} listed`);
 
   await page.goto(`${service.baseUrl}/admin/queues/queue/creates?status=completed`);
   await page.getByText(createdIds[0] as string).first().waitFor({ timeout: 15_000 });
@@ -93,7 +93,7 @@ browserTest("the dashboard's JSON API carries no secret in job data or return va
   const context = await browser!.newContext({ httpCredentials: { username: 'admin', password: service.adminToken } });
   t.teardown(() => context.close());
   const pages = new Map<string, string>();
-  for (const queue of ['creates', 'events', 'webhooks', 'maintenance']) {
+  for (const queue of ['writes', 'events', 'webhooks', 'maintenance']) {
     for (const status of ['latest', 'completed', 'failed', 'waiting', 'delayed', 'active']) {
       const res = await context.request.get(`${service.baseUrl}/admin/queues/api/queues?activeQueue=${queue}&status=${status}&page=1&jobsPerPage=50`);
       t.is(res.status(), 200);
@@ -107,7 +107,7 @@ browserTest("the dashboard's JSON API carries no secret in job data or return va
   const body = JSON.parse(pages.get('creates/completed') as string) as {
     queues: Array<{ name: string; jobs: Array<{ id: string; name: string; data: Record<string, unknown>; returnValue: unknown }> }>;
   };
-  const creates = body.queues.find((q) => q.name === 'creates');
+  const creates = body.queues.find((q) => q.name === 'writes');
   t.truthy(creates);
   const jobs = creates?.jobs ?? [];
   for (const id of createdIds) {

@@ -89,7 +89,7 @@ test.serial('parameterised routes are labelled by their template, never by the i
 
 test.serial('the api reports the depth of every queue by state, read on each scrape', async (t) => {
   const samples = parseMetrics(await (await fetch(`${service.baseUrl}/metrics`)).text());
-  for (const queue of ['creates', 'events', 'webhooks', 'maintenance']) {
+  for (const queue of ['writes', 'events', 'webhooks', 'maintenance']) {
     for (const state of ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed']) {
       t.is(find(samples, 'bullmq_queue_jobs', { queue, state }).length, 1, `${queue} ${state}`);
     }
@@ -121,7 +121,7 @@ test.serial('a worker serves job durations and failures by job name on METRICS_P
 
   // A job of an unknown name fails in the worker: one failed attempt, no retry.
   const redis = service.redis();
-  const creates = new Queue('creates', { connection: redis, prefix: service.prefix });
+  const creates = new Queue('writes', { connection: redis, prefix: service.prefix });
   t.teardown(async () => {
     await creates.close();
     redis.disconnect();
@@ -136,12 +136,12 @@ test.serial('a worker serves job durations and failures by job name on METRICS_P
     if (value(samples, 'bullmq_job_failures_total', { name: 'test.unknown.v1' }) > 0) break;
     await sleep(50);
   }
-  const completed = { queue: 'creates', name: 'payment_intent.create.v1', outcome: 'completed', service: 'worker' };
+  const completed = { queue: 'writes', name: 'payment_intent.create.v1', outcome: 'completed', service: 'worker' };
   t.true(value(samples, 'bullmq_job_duration_seconds_count', completed) >= 2);
   t.true(value(samples, 'bullmq_job_duration_seconds_sum', completed) > 0);
   t.true(find(samples, 'bullmq_job_duration_seconds_bucket', { ...completed, le: '+Inf' }).length === 1);
-  t.is(value(samples, 'bullmq_job_failures_total', { queue: 'creates', name: 'test.unknown.v1' }), 1);
-  t.is(value(samples, 'bullmq_job_duration_seconds_count', { queue: 'creates', name: 'test.unknown.v1', outcome: 'failed' }), 1);
+  t.is(value(samples, 'bullmq_job_failures_total', { queue: 'writes', name: 'test.unknown.v1' }), 1);
+  t.is(value(samples, 'bullmq_job_duration_seconds_count', { queue: 'writes', name: 'test.unknown.v1', outcome: 'failed' }), 1);
   t.is(value(samples, 'bullmq_job_failures_total', { name: 'payment_intent.create.v1' }), 0);
   t.true(find(samples, 'process_cpu_user_seconds_total', { service: 'worker' }).length > 0);
   t.is(find(samples, 'http_requests_total', {}).length, 0, 'request metrics belong to the api');

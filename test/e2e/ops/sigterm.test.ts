@@ -41,7 +41,7 @@ test('SIGTERM under a few hundred in-flight creates: every request gets a real a
   // The creates queue is held while the first wave arrives, so that all of it is
   // provably inside the api (enqueued, waiting for its result) when SIGTERM lands.
   const redis = service.redis();
-  const creates = new Queue('creates', { connection: redis, prefix: service.prefix });
+  const creates = new Queue('writes', { connection: redis, prefix: service.prefix });
   t.teardown(async () => {
     await creates.close();
     redis.disconnect();

@@ -202,7 +202,7 @@ test('bad input gets a clear 4xx and leaves nothing behind: no refund, no hold, 
   t.is(after.rev, before.rev);
   const db = await e2e.service.db();
   t.is(await db.collection('idempotency_records').countDocuments({ project }), 0);
-  const queue = new Queue(QUEUES.creates, { connection: { url: e2e.service.env.REDIS_URL }, prefix: e2e.service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: e2e.service.env.REDIS_URL }, prefix: e2e.service.prefix });
   try {
     const jobs = await queue.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed']);
     t.deepEqual(jobs.filter((j) => j.name === 'refund.create.v1' && j.data.project === project).map((j) => j.id), []);

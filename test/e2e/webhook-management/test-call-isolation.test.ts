@@ -1,6 +1,6 @@
 /**
  * Security review H1: an endpoint's test call is made by the delivery machinery,
- * never in the creates queue that every tenant's creates and mutations share, and a
+ * never in the writes queue that every tenant's creates and mutations share, and a
  * scope has at most a few test calls in flight (429 with Retry-After past them). So
  * a storm of test calls at a receiver that holds every request does not slow another
  * project's payments.

@@ -128,7 +128,7 @@ test('refused changes leave no trace: no job, no delivery, no attempt, and their
   const missingEvent = await manage(service, key, 'POST', endpoint.id, 'resend', { body: { event: 'evt_00000000000000000000000000' }, idempotencyKey: 'trace-missing' });
   assertError(t, missingEvent, 404, 'resource_missing', 'event');
 
-  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
   const jobs = await queue.getJobs(['waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized']);
   t.deepEqual(jobs.filter((job) => job.data?.project === project && job.data?.target === endpoint.id), [], 'no job was enqueued');

@@ -30,7 +30,7 @@ test('with no worker: 503 processing_timeout; once a worker runs, the object exi
   await service.startWorker();
   const db = await service.db();
   const deadline = Date.now() + 15_000;
-  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
   // Both jobs done: the keyed result is recorded and cached.
   while ((await queue.getJobCountByTypes('waiting', 'active', 'delayed')) > 0 && Date.now() < deadline) await sleep(100);
@@ -50,7 +50,7 @@ test('SIGTERM to a worker with jobs in flight: it finishes them and exits 0; not
   const { service, key, project } = await withService(t, {
     project: 'sigterm-worker', workers: 1, env: { CREATE_TIMEOUT_MS: '20000', WORKER_CONCURRENCY: '10' },
   });
-  const queue = new Queue(QUEUES.creates, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());
 
   const first = service.workers[0]!;

@@ -10,7 +10,7 @@ import { yieldToCreates } from '../../../worker/webhooks/yield-to-creates.js';
 import { stackUrls, uniqueName, until } from '../../helpers/service.js';
 
 test('the delivery concurrency drops while creates queue up, and comes back when they drain', async (t) => {
-  const creates = new Queue('creates', { connection: { url: stackUrls().redisUrl }, prefix: uniqueName('yield') });
+  const creates = new Queue('writes', { connection: { url: stackUrls().redisUrl }, prefix: uniqueName('yield') });
   const deliveries = { concurrency: 50 };
   const stop = yieldToCreates({ creates, deliveries, full: 50, reduced: 5, backlog: 3, intervalMs: 50, logger: createLogger('silent', 'test') });
   t.teardown(async () => {
