@@ -1,10 +1,9 @@
 /**
- * The fields a request body takes and the type of each. One table per body, read
- * three times: the names are the only fields accepted (anything else is
- * `parameter_unknown`), the types coerce a form body's strings, and the OpenAPI
- * document describes the body from the same table (api/openapi/), so neither can
- * drift from the parser.
+ * The fields a request body takes and the type of each, read from the body's joi
+ * schema (body.ts): the names are the only fields accepted (anything else is
+ * `parameter_unknown`), and the types coerce a form body's strings.
  */
+import type { Description, ObjectSchema } from 'joi';
 
 /** How the body arrived: a JSON object, or a form in Stripe's bracket notation. */
 export type BodyEncoding = 'json' | 'form';
@@ -19,6 +18,31 @@ export interface FieldSpec {
 }
 
 export type BodyFields = Readonly<Record<string, FieldSpec>>;
+
+const TYPES: Readonly<Record<string, FieldType>> = {
+  number: 'integer',
+  string: 'string',
+  boolean: 'boolean',
+  array: 'string_array',
+  metadata: 'metadata',
+};
+
+/** The table of an object schema's keys, from its description. */
+export function fieldTable(schema: ObjectSchema): BodyFields {
+  const keys = (schema.describe().keys ?? {}) as Record<string, Description>;
+  const table: Record<string, FieldSpec> = {};
+  for (const [name, described] of Object.entries(keys)) {
+    const type = TYPES[described.type ?? ''];
+    if (type === undefined) throw new Error(`body field ${name}: no form coercion for joi type ${String(described.type)}`);
+    const flags = (described.flags ?? {}) as { presence?: string };
+    table[name] = {
+      type,
+      ...(Array.isArray(described.allow) && described.allow.includes(null) ? { nullable: true } : {}),
+      ...(flags.presence === 'required' ? { required: true } : {}),
+    };
+  }
+  return table;
+}
 
 /** A whole number in plain decimal: no sign but `-`, no exponent, no point, no spaces. */
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
