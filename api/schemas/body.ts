@@ -10,6 +10,13 @@ import { fieldTable, typedBody, type BodyEncoding, type BodyFields } from './fie
 import { toApiError, type ErrorTable } from './joi-errors.js';
 import { Joi } from './joi.js';
 
+/**
+ * joi never converts (JSON is strict; a form is typed before, by field), stops at
+ * the first problem, and leaves its messages unrendered: the contract's are made
+ * by toApiError.
+ */
+const PREFERENCES = { abortEarly: true, convert: false, errors: { render: false } } as const;
+
 export interface BodySchema {
   schema: ObjectSchema;
   fields: BodyFields;
@@ -19,7 +26,8 @@ export interface BodySchema {
 /** A body of these keys, in contract order (the order in which they are checked). */
 export function bodySchema(keys: Record<string, SchemaLike>, errors: ErrorTable = {}): BodySchema {
   const schema = Joi.object(keys);
-  return { schema, fields: fieldTable(schema), errors };
+  // describe() refuses an `errors` preference, so the table is read before it is set.
+  return { schema: schema.prefs(PREFERENCES), fields: fieldTable(schema), errors };
 }
 
 /**
@@ -32,7 +40,7 @@ export function checkBody(def: BodySchema, raw: Record<string, unknown>, encodin
   for (const name of Object.keys(body)) {
     if (!Object.hasOwn(def.fields, name)) throw toApiError({ type: 'object.unknown', path: [name] });
   }
-  const { error } = def.schema.validate(body, { abortEarly: true, convert: false, errors: { render: false }, context: vars });
+  const { error } = def.schema.validate(body, { context: vars });
   const first = error?.details[0];
   if (first !== undefined) throw toApiError(first, def.errors, vars, body);
   return body;

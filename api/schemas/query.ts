@@ -23,7 +23,7 @@ export function checkQueryNames(query: URLSearchParams, allowed: readonly string
 export function checkQuery(def: BodySchema, query: URLSearchParams, vars: Record<string, unknown> = {}): Record<string, string> {
   checkQueryNames(query, Object.keys(def.fields));
   const params = Object.assign(Object.create(null) as Record<string, string>, Object.fromEntries(query));
-  const { error } = def.schema.validate(params, { abortEarly: true, convert: false, errors: { render: false }, context: vars });
+  const { error } = def.schema.validate(params, { context: vars });
   const first = error?.details[0];
   if (first !== undefined) throw toApiError(first, def.errors, vars, params);
   return params;
