@@ -68,7 +68,8 @@ function coerceField(value: unknown, spec: FieldSpec): unknown {
  * integers), a boolean from `true` or `false`, null from the empty string for a
  * nullable field (`[]` or `{}` for a list or map). Anything else is left as it is,
  * so the field's check gives the error a JSON body with that value would get.
- * Unknown fields are left for `rejectUnknownFields`.
+ * Unknown fields are left for `checkBody`. joi's own conversion is not used: it
+ * reads `"5e3"`, `" 5 "` and `"5.0"` as 5000 and 5, and `"TRUE"` as true.
  */
 export function coerceFormBody(body: Record<string, unknown>, fields: BodyFields): Record<string, unknown> {
   const out = Object.create(null) as Record<string, unknown>;
