@@ -1,9 +1,9 @@
 /**
  * The OpenAPI 3.1 document of the public API, served at `GET /openapi.json`. It is
- * built from what the api runs on: the field tables, limits and patterns of
- * api/schemas, the presenters' field lists (checked by the compiler), the event
- * catalog, the error catalogue and the configured operator catalog. One module per
- * resource adds its paths and schemas.
+ * built from what the api runs on: the joi schemas of api/schemas (request bodies,
+ * through joi's own JSON Schema converter), the presenters' field lists (checked
+ * by the compiler), the event catalog, the error catalogue and the configured
+ * operator catalog. One module per resource adds its paths and schemas.
  */
 import type { Config } from '../../common/config.js';
 import { METADATA_KEY_MAX_LENGTH, METADATA_MAX_KEYS, METADATA_VALUE_MAX_LENGTH } from '../schemas/validate.js';

@@ -7,15 +7,15 @@ import {
   EXPIRES_MIN_SECONDS,
   MAX_AMOUNT,
   MIN_AMOUNT,
-  PAYMENT_INTENT_CREATE_FIELDS,
+  PAYMENT_INTENT_CREATE,
 } from '../schemas/payment-intents.js';
 import { errorResponses, IDEMPOTENCY_PARAMETER, idParameter, LIST_PARAMETERS, listSchema, okResponse } from './components.js';
 import { closedObject, nullable, ref, requestBody, type DocumentPart, type Schema } from './schema.js';
 import { CANCELLATION_REASONS, DECLINE_CODES, PAYMENT_INTENT_STATUSES } from '../../common/lifecycle.js';
 import {
-  PAYMENT_INTENT_CANCEL_FIELDS,
-  PAYMENT_INTENT_CONFIRM_FIELDS,
-  PAYMENT_INTENT_UPDATE_FIELDS,
+  PAYMENT_INTENT_CANCEL,
+  PAYMENT_INTENT_CONFIRM,
+  PAYMENT_INTENT_UPDATE,
   RETURN_URL_MAX_LENGTH,
 } from '../schemas/payment-intent-lifecycle.js';
 
@@ -77,7 +77,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
   const operators: Schema = { type: 'array', items: operator, minItems: 1, uniqueItems: true };
   const description: Schema = { type: 'string', maxLength: DESCRIPTION_MAX_LENGTH, description: `At most ${DESCRIPTION_MAX_LENGTH} characters, no NUL.` };
 
-  const create = requestBody('PaymentIntentCreate', PAYMENT_INTENT_CREATE_FIELDS, {
+  const create = requestBody('PaymentIntentCreate', PAYMENT_INTENT_CREATE, {
     amount: { minimum: MIN_AMOUNT, maximum: MAX_AMOUNT, description: 'In the smallest currency unit of ISO 4217: 5000 is 5 000 XOF (no minor unit), 50.00 KES (two decimals). At confirm it must be within the operator\'s bounds (`GET /v1/operators`).', examples: [5000] },
     currency: { pattern: '^[A-Za-z]{3}$', description: `ISO 4217, any case. Default \`${options.defaultCurrency}\`.`, examples: ['xof'] },
     description,
@@ -126,7 +126,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
     { description: 'A payment to collect from a payer through a mobile money operator.' },
   );
 
-  const update = requestBody('PaymentIntentUpdate', PAYMENT_INTENT_UPDATE_FIELDS, {
+  const update = requestBody('PaymentIntentUpdate', PAYMENT_INTENT_UPDATE, {
     amount: { minimum: MIN_AMOUNT, maximum: MAX_AMOUNT, description: 'Only while `new`.' },
     currency: { pattern: '^[A-Za-z]{3}$', description: 'Only while `new`.' },
     description: { ...description, description: 'In any status but a final one.' },
@@ -136,15 +136,13 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
     automatic_operator: { description: 'Only while `new`.' },
     expires_at: { description: 'Only while `new`; the same bounds as at create.' },
   });
-  const confirm = requestBody('PaymentIntentConfirm', PAYMENT_INTENT_CONFIRM_FIELDS, {
+  const confirm = requestBody('PaymentIntentConfirm', PAYMENT_INTENT_CONFIRM, {
     operator: { ...operator, description: 'One of `allowed_operators`. Default `selected_operator`; with `automatic_operator`, the first allowed operator that may hold a wallet on the number, predicted from its prefix (its country when the prefix is unknown; `GET /v1/operators/resolve`). The operator must serve the number\'s country (else `phone_number_invalid`), take the intent\'s currency there (else `currency_not_supported`) and accept its amount (else `amount_too_small` / `amount_too_large`).' },
     phone_number: { pattern: '^\\+[1-9][0-9]{7,14}$', description: 'E.164. In test mode its last three digits choose the outcome (see docs/payments.md, Test numbers).', examples: ['+2250700000000'] },
     otp: { description: 'Orange Money: the one-time code the payer got by USSD (`123456` in test mode).' },
     return_url: { maxLength: RETURN_URL_MAX_LENGTH, format: 'uri', description: 'Redirect flow (wave): where the payer returns after the checkout page.' },
   });
-  const cancel = requestBody('PaymentIntentCancel', PAYMENT_INTENT_CANCEL_FIELDS, {
-    cancellation_reason: { enum: [...CANCELLATION_REASONS, null] },
-  });
+  const cancel = requestBody('PaymentIntentCancel', PAYMENT_INTENT_CANCEL, {});
   const nextAction: Schema = {
     description: 'What the payer must do; `type` names the member that says how.',
     oneOf: [

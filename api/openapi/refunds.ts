@@ -3,7 +3,7 @@ import { REFUND_REASONS, REFUND_STATUSES } from '../../common/documents.js';
 import { DECLINE_CODES } from '../../common/lifecycle.js';
 import type { presentRefund } from '../../common/presenters.js';
 import { MAX_AMOUNT, MIN_AMOUNT } from '../schemas/payment-intents.js';
-import { REFUND_CREATE_FIELDS, REFUND_UPDATE_FIELDS } from '../schemas/refunds.js';
+import { REFUND_CREATE, REFUND_UPDATE } from '../schemas/refunds.js';
 import { DESCRIPTION_MAX_LENGTH } from '../schemas/validate.js';
 import { errorResponses, IDEMPOTENCY_PARAMETER, idParameter, LIST_PARAMETERS, listSchema, okResponse } from './components.js';
 import { PAYMENT_INTENT_ID } from './payment-intents.js';
@@ -30,7 +30,7 @@ const CREATE_SAMPLES = [
 export function refundsPart(options: { operators: string[] }): DocumentPart {
   const description: Schema = { type: 'string', maxLength: DESCRIPTION_MAX_LENGTH, description: `At most ${DESCRIPTION_MAX_LENGTH} characters, no NUL.` };
   const reason: Schema = { type: 'string', enum: [...REFUND_REASONS] };
-  const create = requestBody('RefundCreate', REFUND_CREATE_FIELDS, {
+  const create = requestBody('RefundCreate', REFUND_CREATE, {
     payment_intent: { pattern: PAYMENT_INTENT_ID, description: 'The succeeded payment intent to refund (404 `resource_missing` when it is not in your scope).' },
     amount: {
       minimum: MIN_AMOUNT,
@@ -41,7 +41,7 @@ export function refundsPart(options: { operators: string[] }): DocumentPart {
     description,
     metadata: {},
   });
-  const update = requestBody('RefundUpdate', REFUND_UPDATE_FIELDS, {
+  const update = requestBody('RefundUpdate', REFUND_UPDATE, {
     description,
     metadata: { description: 'Merged into the stored metadata; a key set to "" is removed.' },
   });

@@ -1,8 +1,9 @@
 /**
  * Pieces of an OpenAPI 3.1 document as plain JSON (its schemas are JSON Schema
- * 2020-12), and the field tables of api/schemas turned into request bodies.
+ * 2020-12), and the joi schemas of api/schemas turned into request bodies by joi's
+ * own JSON Schema converter (its Standard Schema interface).
  */
-import type { BodyFields, FieldSpec, FieldType } from '../schemas/fields.js';
+import type { BodySchema } from '../schemas/body.js';
 
 /** A JSON Schema, or any other object of the document. */
 export type Schema = { [keyword: string]: unknown };
@@ -20,7 +21,7 @@ export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${na
 export function nullable(schema: Schema): Schema {
   if (typeof schema.type === 'string') {
     const out: Schema = { ...schema, type: [schema.type, 'null'] };
-    if (Array.isArray(schema.enum)) out.enum = [...(schema.enum as unknown[]), null];
+    if (Array.isArray(schema.enum) && !schema.enum.includes(null)) out.enum = [...(schema.enum as unknown[]), null];
     return out;
   }
   return { anyOf: [schema, { type: 'null' }] };
@@ -37,17 +38,27 @@ export function closedObject(properties: Record<string, Schema>, options: { opti
   };
 }
 
-const TYPE_SCHEMAS: Record<FieldType, Schema> = {
-  integer: { type: 'integer' },
-  string: { type: 'string' },
-  boolean: { type: 'boolean' },
-  string_array: { type: 'array', items: { type: 'string' } },
-  metadata: ref('Metadata'),
-};
+/** What joi's converter makes of a body: an object schema with a property per field. */
+interface ObjectJsonSchema {
+  properties?: Record<string, Schema>;
+  required?: string[];
+}
 
-function fieldSchema(spec: FieldSpec, details: Schema): Schema {
-  const base = { ...TYPE_SCHEMAS[spec.type], ...details };
-  return spec.nullable ? nullable(base) : base;
+/**
+ * A property as joi describes it, with the document's details (descriptions,
+ * examples, the configured operator catalog) laid over its non-null part; a
+ * nullable field stays nullable.
+ */
+function fieldSchema(generated: Schema, details: Schema): Schema {
+  const types = Array.isArray(generated.type) ? (generated.type as string[]) : null;
+  const isNullable = types?.includes('null') ?? false;
+  const base: Schema = { ...generated };
+  if (types && isNullable) {
+    const rest = types.filter((t) => t !== 'null');
+    base.type = rest.length === 1 ? rest[0] : rest;
+  }
+  const merged = { ...base, ...details };
+  return isNullable ? nullable(merged) : merged;
 }
 
 const FORM_NOTE =
@@ -56,21 +67,18 @@ const FORM_NOTE =
   'and the empty string means null (an empty list or map for those). A JSON body is strict: `"5000"` is not an integer.';
 
 /**
- * A create body from its field table (the names and types the parser accepts) and
- * each field's documentation: both media types, one schema.
+ * A request body from its joi schema (the names, types, bounds and required fields
+ * the parser checks) and each field's documentation: both media types, one schema.
  */
-export function requestBody<F extends BodyFields>(
-  name: string,
-  fields: F,
-  details: { [K in keyof F]: Schema },
-): { schema: Schema; body: Schema } {
+export function requestBody(name: string, def: BodySchema, details: { [field: string]: Schema }): { schema: Schema; body: Schema } {
+  const generated = def.schema['~standard'].jsonSchema.input({ target: 'draft-2020-12' }) as ObjectJsonSchema;
   const properties: Record<string, Schema> = {};
   const encoding: Record<string, Schema> = {};
-  for (const [field, spec] of Object.entries(fields)) {
-    properties[field] = fieldSchema(spec, details[field] as Schema);
+  for (const [field, spec] of Object.entries(def.fields)) {
+    properties[field] = fieldSchema(generated.properties?.[field] ?? {}, details[field] ?? {});
     if (spec.type === 'string_array' || spec.type === 'metadata') encoding[field] = { style: 'deepObject', explode: true };
   }
-  const required = Object.entries(fields).filter(([, spec]) => spec.required).map(([field]) => field);
+  const required = generated.required ?? [];
   const schema: Schema = { type: 'object', additionalProperties: false, required, properties };
   return {
     schema,

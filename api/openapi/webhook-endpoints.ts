@@ -5,11 +5,11 @@ import { DESCRIPTION_MAX_LENGTH } from '../schemas/validate.js';
 import {
   EXPIRE_PREVIOUS_MAX_SECONDS,
   URL_MAX_LENGTH,
-  WEBHOOK_ENDPOINT_CREATE_FIELDS,
-  WEBHOOK_ENDPOINT_RECOVER_FIELDS,
-  WEBHOOK_ENDPOINT_RESEND_FIELDS,
-  WEBHOOK_ENDPOINT_ROTATE_FIELDS,
-  WEBHOOK_ENDPOINT_UPDATE_FIELDS,
+  WEBHOOK_ENDPOINT_CREATE,
+  WEBHOOK_ENDPOINT_RECOVER,
+  WEBHOOK_ENDPOINT_RESEND,
+  WEBHOOK_ENDPOINT_ROTATE,
+  WEBHOOK_ENDPOINT_UPDATE,
 } from '../schemas/webhook-endpoints.js';
 import { errorResponses, IDEMPOTENCY_PARAMETER, idParameter, LIST_PARAMETERS, listSchema, okResponse } from './components.js';
 import { closedObject, nullable, ref, requestBody, type DocumentPart, type Schema } from './schema.js';
@@ -30,7 +30,7 @@ export function webhookEndpointsPart(): DocumentPart {
   const description: Schema = { type: 'string', maxLength: DESCRIPTION_MAX_LENGTH };
   const url: Schema = { type: 'string', maxLength: URL_MAX_LENGTH, format: 'uri' };
 
-  const create = requestBody('WebhookEndpointCreate', WEBHOOK_ENDPOINT_CREATE_FIELDS, {
+  const create = requestBody('WebhookEndpointCreate', WEBHOOK_ENDPOINT_CREATE, {
     url: {
       ...url,
       description:
@@ -42,24 +42,24 @@ export function webhookEndpointsPart(): DocumentPart {
     metadata: {},
   });
 
-  const update = requestBody('WebhookEndpointUpdate', WEBHOOK_ENDPOINT_UPDATE_FIELDS, {
+  const update = requestBody('WebhookEndpointUpdate', WEBHOOK_ENDPOINT_UPDATE, {
     url: { ...url, description: 'The rules of create. Applies to the next attempt of every delivery, retries included.' },
     enabled_events: { ...events, description: 'The rules of create.' },
     description,
     metadata: { description: 'Merged into the stored metadata; a key set to "" is removed.' },
     disabled: { description: '`true`: status `disabled`, nothing is sent; `false`: `enabled` again, its failure run cleared.' },
   });
-  const rotate = requestBody('WebhookEndpointRotateSecret', WEBHOOK_ENDPOINT_ROTATE_FIELDS, {
+  const rotate = requestBody('WebhookEndpointRotateSecret', WEBHOOK_ENDPOINT_ROTATE, {
     expire_previous_in: {
       minimum: 0,
       maximum: EXPIRE_PREVIOUS_MAX_SECONDS,
       description: `Seconds the previous secret keeps signing every delivery beside the new one (\`webhook-signature: v1,NEW v1,OLD\`). 0 cuts over at once. Default ${EXPIRE_PREVIOUS_MAX_SECONDS}.`,
     },
   });
-  const resend = requestBody('WebhookEndpointResend', WEBHOOK_ENDPOINT_RESEND_FIELDS, {
+  const resend = requestBody('WebhookEndpointResend', WEBHOOK_ENDPOINT_RESEND, {
     event: { pattern: EVENT_ID, description: 'A past event of the same project and mode, delivered again with the same `webhook-id`.' },
   });
-  const recover = requestBody('WebhookEndpointRecover', WEBHOOK_ENDPOINT_RECOVER_FIELDS, {
+  const recover = requestBody('WebhookEndpointRecover', WEBHOOK_ENDPOINT_RECOVER, {
     since: { description: 'Unix seconds, at most 7 days back: every subscribed event since then without a successful attempt on this endpoint is delivered again.' },
   });
 

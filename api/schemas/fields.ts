@@ -1,10 +1,9 @@
 /**
- * The fields a request body takes and the type of each. One table per body, read
- * three times: the names are the only fields accepted (anything else is
- * `parameter_unknown`), the types coerce a form body's strings, and the OpenAPI
- * document describes the body from the same table (api/openapi/), so neither can
- * drift from the parser.
+ * The fields a request body takes and the type of each, read from the body's joi
+ * schema (body.ts): the names are the only fields accepted (anything else is
+ * `parameter_unknown`), and the types coerce a form body's strings.
  */
+import type { Description, ObjectSchema } from 'joi';
 
 /** How the body arrived: a JSON object, or a form in Stripe's bracket notation. */
 export type BodyEncoding = 'json' | 'form';
@@ -19,6 +18,31 @@ export interface FieldSpec {
 }
 
 export type BodyFields = Readonly<Record<string, FieldSpec>>;
+
+const TYPES: Readonly<Record<string, FieldType>> = {
+  number: 'integer',
+  string: 'string',
+  boolean: 'boolean',
+  array: 'string_array',
+  metadata: 'metadata',
+};
+
+/** The table of an object schema's keys, from its description. */
+export function fieldTable(schema: ObjectSchema): BodyFields {
+  const keys = (schema.describe().keys ?? {}) as Record<string, Description>;
+  const table: Record<string, FieldSpec> = {};
+  for (const [name, described] of Object.entries(keys)) {
+    const type = TYPES[described.type ?? ''];
+    if (type === undefined) throw new Error(`body field ${name}: no form coercion for joi type ${String(described.type)}`);
+    const flags = (described.flags ?? {}) as { presence?: string };
+    table[name] = {
+      type,
+      ...(Array.isArray(described.allow) && described.allow.includes(null) ? { nullable: true } : {}),
+      ...(flags.presence === 'required' ? { required: true } : {}),
+    };
+  }
+  return table;
+}
 
 /** A whole number in plain decimal: no sign but `-`, no exponent, no point, no spaces. */
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
@@ -44,7 +68,8 @@ function coerceField(value: unknown, spec: FieldSpec): unknown {
  * integers), a boolean from `true` or `false`, null from the empty string for a
  * nullable field (`[]` or `{}` for a list or map). Anything else is left as it is,
  * so the field's check gives the error a JSON body with that value would get.
- * Unknown fields are left for `rejectUnknownFields`.
+ * Unknown fields are left for `checkBody`. joi's own conversion is not used: it
+ * reads `"5e3"`, `" 5 "` and `"5.0"` as 5000 and 5, and `"TRUE"` as true.
  */
 export function coerceFormBody(body: Record<string, unknown>, fields: BodyFields): Record<string, unknown> {
   const out = Object.create(null) as Record<string, unknown>;

@@ -1,8 +1,12 @@
+import type { SchemaLike } from 'joi';
+
 import { ApiError, errors } from '../../common/errors.js';
 import { isId, type IdKind } from '../../common/ids.js';
 import { EVENT_TYPES, isEventType } from '../../common/events.js';
-import { checkQueryNames } from './query.js';
-import { describeValue } from './validate.js';
+import { bodySchema, type BodySchema } from './body.js';
+import { describeValue, type ErrorTable, type Raise } from './joi-errors.js';
+import { Joi } from './joi.js';
+import { checkQuery } from './query.js';
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 100;
@@ -21,56 +25,71 @@ export interface ListQueryOptions {
   extra?: { type?: true };
 }
 
-function parseLimit(value: string | null): number {
-  if (value === null) return DEFAULT_LIMIT;
-  const limit = /^[0-9]+$/.test(value) ? Number(value) : NaN;
-  if (!(limit >= 1 && limit <= MAX_LIMIT)) {
-    throw new ApiError(
-      'parameter_invalid_integer',
-      `Invalid integer: ${describeValue(value)}. The limit parameter must be a whole number from 1 to ${MAX_LIMIT}.`,
-      'limit',
-    );
-  }
-  return limit;
-}
-
-function parseCursor(value: string | null, idKind: IdKind, param: 'starting_after' | 'ending_before'): string | null {
-  if (value === null) return null;
-  if (value === '') {
-    throw new ApiError('parameter_invalid_empty', `Invalid ${param}: it must be the id of an object, not empty.`, param);
-  }
-  if (!isId(idKind, value)) throw errors.cursorMissing(param, value);
-  return value;
-}
-
-function parseType(value: string | null): string | null {
-  if (value === null) return null;
-  if (!isEventType(value)) {
-    throw new ApiError(
-      'event_type_invalid',
-      `Invalid type: ${describeValue(value)} is not an event type. Known types: ${EVENT_TYPES.join(', ')}.`,
-      'type',
-    );
-  }
-  return value;
-}
+/** Plain decimal digits from 1 to 100; every other spelling gets the one message. */
+const limit = () =>
+  Joi.string()
+    .pattern(/^[0-9]+$/)
+    .custom((value: string, helpers) => (Number(value) >= 1 && Number(value) <= MAX_LIMIT ? value : helpers.error('limit.range')));
+const limitInvalid: Raise = ({ param, value }) =>
+  new ApiError('parameter_invalid_integer', `Invalid integer: ${describeValue(value)}. The limit parameter must be a whole number from 1 to ${MAX_LIMIT}.`, param);
 
 /**
- * Checks the shape of a list's query string. Whether a cursor names an existing
+ * A cursor: an id of the listed kind (`$idKind`). Whether it names an existing
  * object is for the caller to check against the database (answering with
  * `errors.cursorMissing`); an id of the wrong shape or kind cannot exist, so it is
  * refused here with the same error.
  */
+const cursor = () =>
+  Joi.string().custom((value: string, helpers) => (isId((helpers.prefs.context as { idKind: IdKind }).idKind, value) ? value : helpers.error('cursor.unknown')));
+const CURSOR_ERRORS: Record<string, Raise> = {
+  'string.empty': ({ param }) => new ApiError('parameter_invalid_empty', `Invalid ${param}: it must be the id of an object, not empty.`, param),
+  'cursor.unknown': ({ param, value }) => errors.cursorMissing(param, value as string),
+};
+
+const eventTypeInvalid: Raise = ({ param, value }) =>
+  new ApiError('event_type_invalid', `Invalid type: ${describeValue(value)} is not an event type. Known types: ${EVENT_TYPES.join(', ')}.`, param);
+
+/** The parameters of every list, then a list's own (`type`, `payment_intent`). */
+export function listQuerySchema(extra: Record<string, SchemaLike> = {}, extraErrors: ErrorTable = {}): BodySchema {
+  return bodySchema(
+    {
+      limit: limit(),
+      starting_after: cursor(),
+      ending_before: cursor().custom((value: string, helpers) =>
+        (helpers.state.ancestors[0] as Record<string, unknown>).starting_after === undefined ? value : helpers.error('cursor.conflict'),
+      ),
+      ...extra,
+    },
+    {
+      limit: { 'string.empty': limitInvalid, 'string.pattern.base': limitInvalid, 'limit.range': limitInvalid },
+      starting_after: CURSOR_ERRORS,
+      ending_before: {
+        ...CURSOR_ERRORS,
+        'cursor.conflict': () => errors.parameterConflict('ending_before', 'starting_after and ending_before cannot be used together: page in one direction at a time.'),
+      },
+      ...extraErrors,
+    },
+  );
+}
+
+const LIST_QUERY = listQuerySchema();
+const EVENT_LIST_QUERY = listQuerySchema(
+  { type: Joi.string().custom((value: string, helpers) => (isEventType(value) ? value : helpers.error('type.unknown'))) },
+  { type: { 'string.empty': eventTypeInvalid, 'type.unknown': eventTypeInvalid } },
+);
+
+/** The cursors and limit of a list's checked parameters. */
+export function listOf(params: Record<string, string>): ListQuery {
+  return {
+    limit: params.limit === undefined ? DEFAULT_LIMIT : Number(params.limit),
+    startingAfter: params.starting_after ?? null,
+    endingBefore: params.ending_before ?? null,
+    type: params.type ?? null,
+  };
+}
+
+/** Checks the shape of a list's query string. */
 export function parseListQuery(query: URLSearchParams, options: ListQueryOptions): ListQuery {
-  const allowed = ['limit', 'starting_after', 'ending_before'];
-  if (options.extra?.type) allowed.push('type');
-  checkQueryNames(query, allowed);
-  const limit = parseLimit(query.get('limit'));
-  const startingAfter = parseCursor(query.get('starting_after'), options.idKind, 'starting_after');
-  const endingBefore = parseCursor(query.get('ending_before'), options.idKind, 'ending_before');
-  if (startingAfter !== null && endingBefore !== null) {
-    throw errors.parameterConflict('ending_before', 'starting_after and ending_before cannot be used together: page in one direction at a time.');
-  }
-  const type = parseType(options.extra?.type ? query.get('type') : null);
-  return { limit, startingAfter, endingBefore, type };
+  const params = checkQuery(options.extra?.type ? EVENT_LIST_QUERY : LIST_QUERY, query, { idKind: options.idKind });
+  return listOf(params);
 }

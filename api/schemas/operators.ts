@@ -1,6 +1,8 @@
-import { errors } from '../../common/errors.js';
-import { parsePhoneNumber } from './payment-intent-lifecycle.js';
-import { checkQueryNames } from './query.js';
+import { bodySchema } from './body.js';
+import { PHONE_NUMBER_ERRORS, phoneNumber } from './payment-intent-lifecycle.js';
+import { checkQuery } from './query.js';
+
+const RESOLVE_QUERY = bodySchema({ phone_number: phoneNumber().required() }, { phone_number: PHONE_NUMBER_ERRORS });
 
 /**
  * `GET /v1/operators/resolve?phone_number=…`. A `+` written as is in a query string
@@ -9,8 +11,7 @@ import { checkQueryNames } from './query.js';
  */
 export function parseResolveQuery(querystring: string): string {
   const query = new URLSearchParams(querystring);
-  checkQueryNames(query, ['phone_number']);
-  const raw = query.get('phone_number');
-  if (raw === null) throw errors.parameterMissing('phone_number');
-  return parsePhoneNumber(/^ [0-9]/.test(raw) ? `+${raw.slice(1)}` : raw);
+  const given = query.getAll('phone_number');
+  if (given.length === 1 && /^ [0-9]/.test(given[0] as string)) query.set('phone_number', `+${(given[0] as string).slice(1)}`);
+  return checkQuery(RESOLVE_QUERY, query).phone_number as string;
 }

@@ -6,45 +6,28 @@
 import { ApiError } from '../../common/errors.js';
 import { CANCELLATION_REASONS, E164, type CancellationReason } from '../../common/lifecycle.js';
 import type { CancelInput, ConfirmInput, PaymentIntentUpdateInput } from '../../common/jobs.js';
-import { typedBody, type BodyEncoding, type BodyFields } from './fields.js';
-import { parseAllowedOperators, parseAmount, parseCurrency, parseExpiresAt } from './payment-intents.js';
+import { toPairs } from '../../common/metadata.js';
+import { bodySchema, checkBody } from './body.js';
+import type { BodyEncoding } from './fields.js';
+import { describeValue, type Raise } from './joi-errors.js';
+import { Joi } from './joi.js';
 import {
-  checkBoolean,
-  checkString,
-  checkStringOrNull,
-  codePointLength,
-  describeValue,
-  fieldOf,
-  parseDescription,
-  parseMetadata,
-  rejectUnknownFields,
-  required,
-} from './validate.js';
+  ALLOWED_OPERATORS_ERRORS,
+  allowedOperators,
+  amount,
+  AMOUNT_ERRORS,
+  AUTOMATIC_OPERATOR_ERRORS,
+  automaticOperator,
+  currency,
+  CURRENCY_ERRORS,
+  EXPIRES_AT_ERRORS,
+  expiresAt,
+  intentVars,
+} from './payment-intents.js';
+import { description, notAnOperator, oneOfErrors, operatorsOf } from './validate.js';
 
 export const RETURN_URL_MAX_LENGTH = 2048;
 const OTP_MAX_LENGTH = 16;
-
-export const PAYMENT_INTENT_CONFIRM_FIELDS = {
-  operator: { type: 'string' },
-  phone_number: { type: 'string', required: true },
-  otp: { type: 'string' },
-  return_url: { type: 'string' },
-} as const satisfies BodyFields;
-
-export const PAYMENT_INTENT_CANCEL_FIELDS = {
-  cancellation_reason: { type: 'string', nullable: true },
-} as const satisfies BodyFields;
-
-export const PAYMENT_INTENT_UPDATE_FIELDS = {
-  amount: { type: 'integer' },
-  currency: { type: 'string' },
-  description: { type: 'string', nullable: true },
-  metadata: { type: 'metadata' },
-  allowed_operators: { type: 'string_array' },
-  selected_operator: { type: 'string', nullable: true },
-  automatic_operator: { type: 'boolean' },
-  expires_at: { type: 'integer' },
-} as const satisfies BodyFields;
 
 export interface LifecycleContext {
   operators: string[];
@@ -53,101 +36,105 @@ export interface LifecycleContext {
   encoding?: BodyEncoding;
 }
 
-function parseOperator(value: unknown, catalog: readonly string[]): string | null {
-  if (value === undefined) return null;
-  const operator = checkString(value, 'operator');
-  if (!catalog.includes(operator)) {
-    throw new ApiError('operator_invalid', `Invalid operator: ${describeValue(operator)} is not an operator of the catalog (${catalog.join(', ')}).`, 'operator');
-  }
-  return operator;
-}
+/** A name of the operator catalog (the validation's `operators`). */
+const catalogOperator = () =>
+  Joi.string().custom((value: string, helpers) => (operatorsOf(helpers.prefs.context ?? {}).includes(value) ? value : helpers.error('operator.unknown')));
+const CATALOG_OPERATOR_ERRORS: Record<string, Raise> = { 'operator.unknown': notAnOperator, 'string.empty': notAnOperator };
 
-export function parsePhoneNumber(value: unknown): string {
-  const phone = checkString(required(value, 'phone_number'), 'phone_number');
-  if (!E164.test(phone)) {
-    throw new ApiError('phone_number_invalid', 'Invalid phone_number: use E.164, a "+" then the country code and number, 8 to 15 digits (for example "+2250700000000").', 'phone_number');
-  }
-  return phone;
-}
+export const phoneNumber = () => Joi.string().pattern(E164);
+const phoneInvalid: Raise = ({ param }) =>
+  new ApiError('phone_number_invalid', 'Invalid phone_number: use E.164, a "+" then the country code and number, 8 to 15 digits (for example "+2250700000000").', param);
+export const PHONE_NUMBER_ERRORS: Record<string, Raise> = { 'string.pattern.base': phoneInvalid, 'string.empty': phoneInvalid };
 
-function parseOtp(value: unknown): string | null {
-  if (value === undefined) return null;
-  const otp = checkString(value, 'otp');
-  if (otp === '' || codePointLength(otp) > OTP_MAX_LENGTH) {
-    throw new ApiError('parameter_invalid_string', `Invalid otp: it must be 1 to ${OTP_MAX_LENGTH} characters long.`, 'otp');
-  }
-  return otp;
-}
+const otpLength: Raise = ({ param }) => new ApiError('parameter_invalid_string', `Invalid otp: it must be 1 to ${OTP_MAX_LENGTH} characters long.`, param);
 
-function parseReturnUrl(value: unknown): string | null {
-  if (value === undefined) return null;
-  const url = checkString(value, 'return_url');
-  const invalid = (why: string) => new ApiError('url_invalid', `Invalid return_url: ${why}.`, 'return_url');
-  if (codePointLength(url) > RETURN_URL_MAX_LENGTH) throw invalid(`it must be at most ${RETURN_URL_MAX_LENGTH} characters long`);
-  if (/[\u0000-\u0020\u007f]/.test(url) || !/^https?:\/\//i.test(url)) throw invalid('it must be an absolute http:// or https:// URL');
-  try {
-    new URL(url);
-  } catch {
-    throw invalid(`${describeValue(url)} is not a valid URL`);
-  }
-  return url;
-}
+/** The URL must read the same to every parser: no spaces or control characters, an explicit http(s) scheme. */
+const returnUrl = () =>
+  Joi.string()
+    .maxCodePoints(RETURN_URL_MAX_LENGTH)
+    .custom((value: string, helpers) => {
+      if (/[\u0000-\u0020\u007f]/.test(value) || !/^https?:\/\//i.test(value)) return helpers.error('url.absolute');
+      return URL.canParse(value) ? value : helpers.error('url.unparsable');
+    });
+const returnUrlInvalid = (param: string, why: string) => new ApiError('url_invalid', `Invalid return_url: ${why}.`, param);
+const notAbsolute: Raise = ({ param }) => returnUrlInvalid(param, 'it must be an absolute http:// or https:// URL');
+
+export const PAYMENT_INTENT_CONFIRM = bodySchema(
+  {
+    operator: catalogOperator(),
+    phone_number: phoneNumber().required(),
+    otp: Joi.string().maxCodePoints(OTP_MAX_LENGTH),
+    return_url: returnUrl(),
+  },
+  {
+    operator: CATALOG_OPERATOR_ERRORS,
+    phone_number: PHONE_NUMBER_ERRORS,
+    otp: { 'string.empty': otpLength, 'string.maxCodePoints': otpLength },
+    return_url: {
+      'string.maxCodePoints': ({ param }) => returnUrlInvalid(param, `it must be at most ${RETURN_URL_MAX_LENGTH} characters long`),
+      'string.empty': notAbsolute,
+      'url.absolute': notAbsolute,
+      'url.unparsable': ({ param, value }) => returnUrlInvalid(param, `${describeValue(value)} is not a valid URL`),
+    },
+  },
+);
+
+export const PAYMENT_INTENT_CANCEL = bodySchema(
+  { cancellation_reason: Joi.string().valid(...CANCELLATION_REASONS).allow(null) },
+  { cancellation_reason: oneOfErrors(CANCELLATION_REASONS) },
+);
+
+export const PAYMENT_INTENT_UPDATE = bodySchema(
+  {
+    amount: amount(),
+    currency: currency(),
+    description: description(),
+    metadata: Joi.metadata(),
+    allowed_operators: allowedOperators(),
+    selected_operator: catalogOperator().allow(null),
+    automatic_operator: automaticOperator(),
+    expires_at: expiresAt(),
+  },
+  {
+    amount: AMOUNT_ERRORS,
+    currency: CURRENCY_ERRORS,
+    allowed_operators: ALLOWED_OPERATORS_ERRORS,
+    selected_operator: CATALOG_OPERATOR_ERRORS,
+    automatic_operator: AUTOMATIC_OPERATOR_ERRORS,
+    expires_at: EXPIRES_AT_ERRORS,
+  },
+);
+
+export const PAYMENT_INTENT_CONFIRM_FIELDS = PAYMENT_INTENT_CONFIRM.fields;
+export const PAYMENT_INTENT_CANCEL_FIELDS = PAYMENT_INTENT_CANCEL.fields;
+export const PAYMENT_INTENT_UPDATE_FIELDS = PAYMENT_INTENT_UPDATE.fields;
 
 export function parseConfirm(raw: Record<string, unknown>, ctx: LifecycleContext): ConfirmInput {
-  const body = typedBody(raw, ctx.encoding ?? 'json', PAYMENT_INTENT_CONFIRM_FIELDS);
-  rejectUnknownFields(body, Object.keys(PAYMENT_INTENT_CONFIRM_FIELDS));
-  const operator = parseOperator(fieldOf(body, 'operator'), ctx.operators);
-  const phoneNumber = parsePhoneNumber(fieldOf(body, 'phone_number'));
-  const otp = parseOtp(fieldOf(body, 'otp'));
-  const returnUrl = parseReturnUrl(fieldOf(body, 'return_url'));
-  return { operator, phone_number: phoneNumber, otp, return_url: returnUrl };
+  const body = checkBody(PAYMENT_INTENT_CONFIRM, raw, ctx.encoding ?? 'json', { operators: ctx.operators });
+  return {
+    operator: (body.operator ?? null) as string | null,
+    phone_number: body.phone_number as string,
+    otp: (body.otp ?? null) as string | null,
+    return_url: (body.return_url ?? null) as string | null,
+  };
 }
 
 export function parseCancel(raw: Record<string, unknown>, ctx: { encoding?: BodyEncoding }): CancelInput {
-  const body = typedBody(raw, ctx.encoding ?? 'json', PAYMENT_INTENT_CANCEL_FIELDS);
-  rejectUnknownFields(body, Object.keys(PAYMENT_INTENT_CANCEL_FIELDS));
-  const value = fieldOf(body, 'cancellation_reason');
-  if (value === undefined) return { cancellation_reason: null };
-  const reason = checkStringOrNull(value, 'cancellation_reason');
-  if (reason !== null && !(CANCELLATION_REASONS as readonly string[]).includes(reason)) {
-    throw new ApiError(
-      'parameter_invalid',
-      `Invalid cancellation_reason: ${describeValue(reason)}; use one of ${CANCELLATION_REASONS.join(', ')}.`,
-      'cancellation_reason',
-    );
-  }
-  return { cancellation_reason: reason as CancellationReason | null };
+  const body = checkBody(PAYMENT_INTENT_CANCEL, raw, ctx.encoding ?? 'json');
+  return { cancellation_reason: (body.cancellation_reason ?? null) as CancellationReason | null };
 }
 
 /** Only the fields given; which of them the intent's status allows is the worker's decision. */
 export function parseUpdate(raw: Record<string, unknown>, ctx: LifecycleContext): PaymentIntentUpdateInput {
-  const body = typedBody(raw, ctx.encoding ?? 'json', PAYMENT_INTENT_UPDATE_FIELDS);
-  rejectUnknownFields(body, Object.keys(PAYMENT_INTENT_UPDATE_FIELDS));
+  const body = checkBody(PAYMENT_INTENT_UPDATE, raw, ctx.encoding ?? 'json', intentVars(ctx));
   const input: PaymentIntentUpdateInput = {};
-  const amount = fieldOf(body, 'amount');
-  if (amount !== undefined) input.amount = parseAmount(amount);
-  const currency = fieldOf(body, 'currency');
-  if (currency !== undefined) input.currency = parseCurrency(currency, '');
-  const description = fieldOf(body, 'description');
-  if (description !== undefined) input.description = parseDescription(description);
-  const metadata = fieldOf(body, 'metadata');
-  if (metadata !== undefined) input.metadata = parseMetadata(metadata);
-  const allowed = fieldOf(body, 'allowed_operators');
-  if (allowed !== undefined) input.allowed_operators = parseAllowedOperators(allowed, ctx.operators);
-  const selected = fieldOf(body, 'selected_operator');
-  if (selected !== undefined) {
-    const name = checkStringOrNull(selected, 'selected_operator');
-    if (name !== null && !ctx.operators.includes(name)) {
-      throw new ApiError('operator_invalid', `Invalid selected_operator: ${describeValue(name)} is not an operator of the catalog (${ctx.operators.join(', ')}).`, 'selected_operator');
-    }
-    input.selected_operator = name;
-  }
-  const automatic = fieldOf(body, 'automatic_operator');
-  if (automatic !== undefined) input.automatic_operator = checkBoolean(automatic, 'automatic_operator');
-  if (input.automatic_operator === true && typeof input.selected_operator === 'string') {
-    throw new ApiError('parameter_conflict', 'automatic_operator cannot be true when a selected_operator is given: choose one or the other.', 'automatic_operator');
-  }
-  const expiresAt = fieldOf(body, 'expires_at');
-  if (expiresAt !== undefined) input.expires_at = parseExpiresAt(expiresAt, ctx.now);
+  if (body.amount !== undefined) input.amount = body.amount as number;
+  if (body.currency !== undefined) input.currency = (body.currency as string).toLowerCase();
+  if (body.description !== undefined) input.description = body.description as string | null;
+  if (body.metadata !== undefined) input.metadata = toPairs(body.metadata as Record<string, string>);
+  if (body.allowed_operators !== undefined) input.allowed_operators = [...(body.allowed_operators as string[])];
+  if (body.selected_operator !== undefined) input.selected_operator = body.selected_operator as string | null;
+  if (body.automatic_operator !== undefined) input.automatic_operator = body.automatic_operator as boolean;
+  if (body.expires_at !== undefined) input.expires_at = body.expires_at as number;
   return input;
 }

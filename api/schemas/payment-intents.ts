@@ -1,19 +1,11 @@
 import { ApiError } from '../../common/errors.js';
 import type { PaymentIntentInput } from '../../common/jobs.js';
-import { typedBody, type BodyEncoding, type BodyFields } from './fields.js';
-import {
-  checkBoolean,
-  checkInteger,
-  checkString,
-  checkStringOrNull,
-  describeValue,
-  fieldOf,
-  parseDescription,
-  parseDistinctNames,
-  parseMetadata,
-  rejectUnknownFields,
-  required,
-} from './validate.js';
+import { toPairs } from '../../common/metadata.js';
+import { bodySchema, checkBody } from './body.js';
+import type { BodyEncoding } from './fields.js';
+import { describeValue, type Raise } from './joi-errors.js';
+import { Joi } from './joi.js';
+import { description, distinctNames, distinctNamesErrors, integer, notAnOperator, operatorsOf } from './validate.js';
 
 export const MIN_AMOUNT = 1;
 export const MAX_AMOUNT = 999_999_999_999;
@@ -21,20 +13,6 @@ export const MAX_AMOUNT = 999_999_999_999;
 export const EXPIRES_MIN_SECONDS = 60;
 export const EXPIRES_MAX_SECONDS = 30 * 86_400;
 export const EXPIRES_DEFAULT_SECONDS = 86_400;
-
-/** The create body's fields, in contract order (see fields.ts). */
-export const PAYMENT_INTENT_CREATE_FIELDS = {
-  amount: { type: 'integer', required: true },
-  currency: { type: 'string' },
-  description: { type: 'string', nullable: true },
-  metadata: { type: 'metadata' },
-  allowed_operators: { type: 'string_array' },
-  selected_operator: { type: 'string', nullable: true },
-  automatic_operator: { type: 'boolean' },
-  expires_at: { type: 'integer' },
-} as const satisfies BodyFields;
-
-const FIELDS = Object.keys(PAYMENT_INTENT_CREATE_FIELDS);
 
 /** ISO 4217 codes as the runtime knows them, lowercase. */
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency').map((code) => code.toLowerCase()));
@@ -49,73 +27,83 @@ export interface PaymentIntentContext {
   encoding?: BodyEncoding;
 }
 
-export function parseCurrency(value: unknown, fallback: string): string {
-  if (value === undefined) return fallback;
-  const currency = checkString(value, 'currency');
-  const lower = currency.toLowerCase();
-  if (!CURRENCIES.has(lower)) {
-    throw new ApiError(
-      'currency_invalid',
-      `Invalid currency: ${describeValue(value)}. Use a three-letter ISO 4217 code, such as "xof".`,
-      'currency',
-    );
-  }
-  return lower;
+/** The vars a payment intent body is checked with. */
+export function intentVars(ctx: { operators: string[]; now: number }): Record<string, unknown> {
+  return { operators: ctx.operators, expiresMin: ctx.now + EXPIRES_MIN_SECONDS, expiresMax: ctx.now + EXPIRES_MAX_SECONDS };
 }
 
-export function parseAllowedOperators(value: unknown, catalog: readonly string[]): string[] {
-  return parseDistinctNames(value, 'allowed_operators', {
-    catalog,
-    fallback: [...catalog],
-    noun: 'operator name',
-    emptyMessage: 'Invalid allowed_operators: the array must name at least one operator. Omit it to allow the whole catalog.',
-    notInCatalog: (param, item) =>
-      new ApiError('operator_invalid', `Invalid ${param}: ${describeValue(item)} is not an operator of the catalog (${catalog.join(', ')}).`, param),
-  });
-}
+// Fields shared by create and update: joi schemas and their contract errors.
 
-function parseSelectedOperator(value: unknown, allowed: readonly string[]): string | null {
-  if (value === undefined) return null;
-  const selected = checkStringOrNull(value, 'selected_operator');
-  if (selected !== null && !allowed.includes(selected)) {
-    throw new ApiError(
-      'operator_invalid',
-      `Invalid selected_operator: ${describeValue(selected)} is not one of the allowed operators (${allowed.join(', ')}).`,
-      'selected_operator',
-    );
-  }
-  return selected;
-}
+export const amount = () => integer().min(MIN_AMOUNT).max(MAX_AMOUNT);
+export const AMOUNT_ERRORS: Record<string, Raise> = {
+  'number.min': ({ param }) => new ApiError('amount_too_small', `Invalid amount: it must be at least ${MIN_AMOUNT} (amounts are in the smallest currency unit).`, param),
+  'number.max': ({ param }) => new ApiError('amount_too_large', `Invalid amount: it must be at most ${MAX_AMOUNT}.`, param),
+};
 
-function parseAutomaticOperator(value: unknown, selected: string | null): boolean {
-  if (value === undefined) return selected === null;
-  const automatic = checkBoolean(value, 'automatic_operator');
-  if (automatic && selected !== null) {
-    throw new ApiError(
-      'parameter_conflict',
-      'automatic_operator cannot be true when a selected_operator is given: choose one or the other.',
-      'automatic_operator',
-    );
-  }
-  return automatic;
-}
+export const currency = () => Joi.string().custom((value: string, helpers) => (CURRENCIES.has(value.toLowerCase()) ? value : helpers.error('currency.unknown')));
+const currencyInvalid: Raise = ({ param, value }) =>
+  new ApiError('currency_invalid', `Invalid currency: ${describeValue(value)}. Use a three-letter ISO 4217 code, such as "xof".`, param);
+export const CURRENCY_ERRORS: Record<string, Raise> = { 'currency.unknown': currencyInvalid, 'string.empty': currencyInvalid };
 
-export function parseExpiresAt(value: unknown, now: number): number {
-  if (value === undefined) return now + EXPIRES_DEFAULT_SECONDS;
-  const min = now + EXPIRES_MIN_SECONDS;
-  const max = now + EXPIRES_MAX_SECONDS;
-  const outOfRange = `Invalid expires_at: it must be a unix timestamp between 60 seconds and 30 days from now (${min} to ${max}).`;
-  return checkInteger(value, 'expires_at', { min, max, outOfRange });
-}
+export const allowedOperators = () => distinctNames(operatorsOf);
+export const ALLOWED_OPERATORS_ERRORS = distinctNamesErrors({
+  noun: 'operator name',
+  emptyMessage: 'Invalid allowed_operators: the array must name at least one operator. Omit it to allow the whole catalog.',
+  notInCatalog: notAnOperator,
+});
 
-export function parseAmount(value: unknown): number {
-  return checkInteger(value, 'amount', {
-    min: MIN_AMOUNT,
-    max: MAX_AMOUNT,
-    tooSmall: () => new ApiError('amount_too_small', `Invalid amount: it must be at least ${MIN_AMOUNT} (amounts are in the smallest currency unit).`, 'amount'),
-    tooLarge: () => new ApiError('amount_too_large', `Invalid amount: it must be at most ${MAX_AMOUNT}.`, 'amount'),
-  });
-}
+/** `automatic_operator: true` beside a `selected_operator` is a conflict. */
+export const automaticOperator = () =>
+  Joi.boolean().custom((value: boolean, helpers) =>
+    value && typeof (helpers.state.ancestors[0] as Record<string, unknown>).selected_operator === 'string' ? helpers.error('operator.conflict') : value,
+  );
+export const AUTOMATIC_OPERATOR_ERRORS: Record<string, Raise> = {
+  'operator.conflict': ({ param }) =>
+    new ApiError('parameter_conflict', 'automatic_operator cannot be true when a selected_operator is given: choose one or the other.', param),
+};
+
+export const expiresAt = () => integer().min(Joi.ref('$expiresMin')).max(Joi.ref('$expiresMax'));
+const expiresOutOfRange: Raise = ({ param, vars }) =>
+  new ApiError(
+    'parameter_out_of_range',
+    `Invalid expires_at: it must be a unix timestamp between 60 seconds and 30 days from now (${String(vars.expiresMin)} to ${String(vars.expiresMax)}).`,
+    param,
+  );
+export const EXPIRES_AT_ERRORS: Record<string, Raise> = { 'number.min': expiresOutOfRange, 'number.max': expiresOutOfRange };
+
+/** At create, the selected operator must be one of the allowed ones (the catalog when none are given). */
+const allowedOf = (body: Record<string, unknown>, vars: Record<string, unknown>) =>
+  (Object.hasOwn(body, 'allowed_operators') ? body.allowed_operators : vars.operators) as string[];
+const notAllowed: Raise = ({ param, value, vars, input }) =>
+  new ApiError('operator_invalid', `Invalid selected_operator: ${describeValue(value)} is not one of the allowed operators (${allowedOf(input, vars).join(', ')}).`, param);
+
+/** The create body, in contract order: unknown fields first, then the fields in this order. */
+export const PAYMENT_INTENT_CREATE = bodySchema(
+  {
+    amount: amount().required(),
+    currency: currency(),
+    description: description(),
+    metadata: Joi.metadata(),
+    allowed_operators: allowedOperators(),
+    selected_operator: Joi.string()
+      .allow(null)
+      .custom((value: string, helpers) =>
+        allowedOf(helpers.state.ancestors[0] as Record<string, unknown>, helpers.prefs.context ?? {}).includes(value) ? value : helpers.error('operator.notAllowed'),
+      ),
+    automatic_operator: automaticOperator(),
+    expires_at: expiresAt(),
+  },
+  {
+    amount: AMOUNT_ERRORS,
+    currency: CURRENCY_ERRORS,
+    allowed_operators: ALLOWED_OPERATORS_ERRORS,
+    selected_operator: { 'operator.notAllowed': notAllowed, 'string.empty': notAllowed },
+    automatic_operator: AUTOMATIC_OPERATOR_ERRORS,
+    expires_at: EXPIRES_AT_ERRORS,
+  },
+);
+
+export const PAYMENT_INTENT_CREATE_FIELDS = PAYMENT_INTENT_CREATE.fields;
 
 /**
  * Validates a create body (a parsed JSON object or form) and fills in the defaults.
@@ -123,24 +111,16 @@ export function parseAmount(value: unknown): number {
  * problem is thrown as an ApiError.
  */
 export function parsePaymentIntentCreate(raw: Record<string, unknown>, ctx: PaymentIntentContext): PaymentIntentInput {
-  const body = typedBody(raw, ctx.encoding ?? 'json', PAYMENT_INTENT_CREATE_FIELDS);
-  rejectUnknownFields(body, FIELDS);
-  const amount = parseAmount(required(fieldOf(body, 'amount'), 'amount'));
-  const currency = parseCurrency(fieldOf(body, 'currency'), ctx.defaultCurrency);
-  const description = parseDescription(fieldOf(body, 'description'));
-  const metadata = parseMetadata(fieldOf(body, 'metadata'));
-  const allowedOperators = parseAllowedOperators(fieldOf(body, 'allowed_operators'), ctx.operators);
-  const selectedOperator = parseSelectedOperator(fieldOf(body, 'selected_operator'), allowedOperators);
-  const automaticOperator = parseAutomaticOperator(fieldOf(body, 'automatic_operator'), selectedOperator);
-  const expiresAt = parseExpiresAt(fieldOf(body, 'expires_at'), ctx.now);
+  const body = checkBody(PAYMENT_INTENT_CREATE, raw, ctx.encoding ?? 'json', intentVars(ctx));
+  const selected = (body.selected_operator ?? null) as string | null;
   return {
-    amount,
-    currency,
-    description,
-    metadata,
-    allowed_operators: allowedOperators,
-    selected_operator: selectedOperator,
-    automatic_operator: automaticOperator,
-    expires_at: expiresAt,
+    amount: body.amount as number,
+    currency: body.currency === undefined ? ctx.defaultCurrency : (body.currency as string).toLowerCase(),
+    description: (body.description ?? null) as string | null,
+    metadata: body.metadata === undefined ? [] : toPairs(body.metadata as Record<string, string>),
+    allowed_operators: body.allowed_operators === undefined ? [...ctx.operators] : [...(body.allowed_operators as string[])],
+    selected_operator: selected,
+    automatic_operator: body.automatic_operator === undefined ? selected === null : (body.automatic_operator as boolean),
+    expires_at: body.expires_at === undefined ? ctx.now + EXPIRES_DEFAULT_SECONDS : (body.expires_at as number),
   };
 }

@@ -7,76 +7,69 @@ import { ApiError, errors } from '../../common/errors.js';
 import { isId } from '../../common/ids.js';
 import { REFUND_REASONS, type RefundReason } from '../../common/documents.js';
 import type { RefundInput, RefundUpdateInput } from '../../common/jobs.js';
-import { typedBody, type BodyEncoding, type BodyFields } from './fields.js';
-import { parseListQuery, type ListQuery } from './lists.js';
-import { parseAmount } from './payment-intents.js';
-import { checkQueryNames } from './query.js';
-import { checkString, checkStringOrNull, describeValue, fieldOf, parseDescription, parseMetadata, rejectUnknownFields, required } from './validate.js';
+import { toPairs } from '../../common/metadata.js';
+import { bodySchema, checkBody } from './body.js';
+import type { BodyEncoding } from './fields.js';
+import { Joi } from './joi.js';
+import { listOf, listQuerySchema, type ListQuery } from './lists.js';
+import { amount, AMOUNT_ERRORS } from './payment-intents.js';
+import { checkQuery } from './query.js';
+import { description, oneOfErrors } from './validate.js';
 
-export const REFUND_CREATE_FIELDS = {
-  payment_intent: { type: 'string', required: true },
-  amount: { type: 'integer' },
-  reason: { type: 'string', nullable: true },
-  description: { type: 'string', nullable: true },
-  metadata: { type: 'metadata' },
-} as const satisfies BodyFields;
+const paymentIntentEmpty = (param: string) =>
+  new ApiError('parameter_invalid_empty', 'Invalid payment_intent: it must be the id of a payment intent, not empty.', param);
 
-export const REFUND_UPDATE_FIELDS = {
-  description: { type: 'string', nullable: true },
-  metadata: { type: 'metadata' },
-} as const satisfies BodyFields;
+export const REFUND_CREATE = bodySchema(
+  {
+    // A payment intent id of the wrong shape names nothing: 404, as an unknown one.
+    payment_intent: Joi.string()
+      .required()
+      .custom((value: string, helpers) => (isId('payment_intent', value) ? value : helpers.error('payment_intent.unknown'))),
+    amount: amount(),
+    reason: Joi.string().valid(...REFUND_REASONS).allow(null),
+    description: description(),
+    metadata: Joi.metadata(),
+  },
+  {
+    payment_intent: {
+      'string.empty': ({ param }) => paymentIntentEmpty(param),
+      'payment_intent.unknown': ({ param, value }) => errors.resourceMissing('payment_intent', value as string, param),
+    },
+    amount: AMOUNT_ERRORS,
+    reason: oneOfErrors(REFUND_REASONS),
+  },
+);
+export const REFUND_CREATE_FIELDS = REFUND_CREATE.fields;
 
-function parseReason(value: unknown): RefundReason | null {
-  if (value === undefined) return null;
-  const reason = checkStringOrNull(value, 'reason');
-  if (reason !== null && !(REFUND_REASONS as readonly string[]).includes(reason)) {
-    throw new ApiError('parameter_invalid', `Invalid reason: ${describeValue(reason)}; use one of ${REFUND_REASONS.join(', ')}.`, 'reason');
-  }
-  return reason as RefundReason | null;
-}
-
-/** A payment intent id of the wrong shape names nothing: 404, as an unknown one. */
-function parsePaymentIntent(value: unknown): string {
-  const id = checkString(required(value, 'payment_intent'), 'payment_intent');
-  if (id === '') throw new ApiError('parameter_invalid_empty', 'Invalid payment_intent: it must be the id of a payment intent, not empty.', 'payment_intent');
-  if (!isId('payment_intent', id)) throw errors.resourceMissing('payment_intent', id, 'payment_intent');
-  return id;
-}
+export const REFUND_UPDATE = bodySchema({ description: description(), metadata: Joi.metadata() });
+export const REFUND_UPDATE_FIELDS = REFUND_UPDATE.fields;
 
 export function parseRefundCreate(raw: Record<string, unknown>, encoding: BodyEncoding = 'json'): RefundInput {
-  const body = typedBody(raw, encoding, REFUND_CREATE_FIELDS);
-  rejectUnknownFields(body, Object.keys(REFUND_CREATE_FIELDS));
-  const paymentIntent = parsePaymentIntent(fieldOf(body, 'payment_intent'));
-  const amount = fieldOf(body, 'amount');
+  const body = checkBody(REFUND_CREATE, raw, encoding);
   return {
-    payment_intent: paymentIntent,
-    amount: amount === undefined ? null : parseAmount(amount),
-    reason: parseReason(fieldOf(body, 'reason')),
-    description: parseDescription(fieldOf(body, 'description')),
-    metadata: parseMetadata(fieldOf(body, 'metadata')),
+    payment_intent: body.payment_intent as string,
+    amount: (body.amount ?? null) as number | null,
+    reason: (body.reason ?? null) as RefundReason | null,
+    description: (body.description ?? null) as string | null,
+    metadata: body.metadata === undefined ? [] : toPairs(body.metadata as Record<string, string>),
   };
 }
 
 export function parseRefundUpdate(raw: Record<string, unknown>, encoding: BodyEncoding = 'json'): RefundUpdateInput {
-  const body = typedBody(raw, encoding, REFUND_UPDATE_FIELDS);
-  rejectUnknownFields(body, Object.keys(REFUND_UPDATE_FIELDS));
+  const body = checkBody(REFUND_UPDATE, raw, encoding);
   const input: RefundUpdateInput = {};
-  const description = fieldOf(body, 'description');
-  if (description !== undefined) input.description = parseDescription(description);
-  const metadata = fieldOf(body, 'metadata');
-  if (metadata !== undefined) input.metadata = parseMetadata(metadata);
+  if (body.description !== undefined) input.description = body.description as string | null;
+  if (body.metadata !== undefined) input.metadata = toPairs(body.metadata as Record<string, string>);
   return input;
 }
 
+const REFUND_LIST_QUERY = listQuerySchema(
+  { payment_intent: Joi.string() },
+  { payment_intent: { 'string.empty': ({ param }) => paymentIntentEmpty(param) } },
+);
+
 /** The list's query: the common cursors, and an optional `payment_intent` filter. */
 export function parseRefundListQuery(query: URLSearchParams): ListQuery & { paymentIntent: string | null } {
-  checkQueryNames(query, ['limit', 'starting_after', 'ending_before', 'payment_intent']);
-  const paymentIntent = query.get('payment_intent');
-  const rest = new URLSearchParams(query);
-  rest.delete('payment_intent');
-  const list = parseListQuery(rest, { idKind: 'refund' });
-  if (paymentIntent !== null && paymentIntent === '') {
-    throw new ApiError('parameter_invalid_empty', 'Invalid payment_intent: it must be the id of a payment intent, not empty.', 'payment_intent');
-  }
-  return { ...list, paymentIntent };
+  const params = checkQuery(REFUND_LIST_QUERY, query, { idKind: 'refund' });
+  return { ...listOf(params), paymentIntent: params.payment_intent ?? null };
 }

@@ -2,34 +2,16 @@ import { isIP } from 'node:net';
 
 import { ApiError } from '../../common/errors.js';
 import type { WebhookEndpointInput, WebhookEndpointUpdateInput } from '../../common/jobs.js';
+import { toPairs } from '../../common/metadata.js';
 import { isForbiddenAddress } from '../../common/net.js';
 import { ALL_EVENTS, EVENT_TYPES } from '../../common/events.js';
-import { typedBody, type BodyEncoding, type BodyFields } from './fields.js';
-import {
-  checkBoolean,
-  checkInteger,
-  checkString,
-  codePointLength,
-  describeValue,
-  fieldOf,
-  parseDescription,
-  parseDistinctNames,
-  parseMetadata,
-  rejectUnknownFields,
-  required,
-} from './validate.js';
+import { bodySchema, checkBody } from './body.js';
+import type { BodyEncoding } from './fields.js';
+import { describeValue, type Raise } from './joi-errors.js';
+import { codePointLength, Joi } from './joi.js';
+import { description, distinctNames, distinctNamesErrors, integer } from './validate.js';
 
 export const URL_MAX_LENGTH = 2048;
-
-/** The create body's fields, in contract order (see fields.ts). */
-export const WEBHOOK_ENDPOINT_CREATE_FIELDS = {
-  url: { type: 'string', required: true },
-  enabled_events: { type: 'string_array' },
-  description: { type: 'string', nullable: true },
-  metadata: { type: 'metadata' },
-} as const satisfies BodyFields;
-
-const FIELDS = Object.keys(WEBHOOK_ENDPOINT_CREATE_FIELDS);
 
 function urlInvalid(why: string): ApiError {
   return new ApiError('url_invalid', `Invalid url: ${why}.`, 'url');
@@ -48,8 +30,8 @@ export interface UrlRules {
   allowPrivateTargets?: boolean;
 }
 
-export function parseUrl(value: unknown, { livemode, allowPrivateTargets = false }: UrlRules): string {
-  const url = checkString(required(value, 'url'), 'url');
+/** The URL rules past its type; exported for what checks a URL alone. */
+export function parseUrl(url: string, { livemode, allowPrivateTargets = false }: UrlRules): string {
   if (url === '') throw urlInvalid('it must not be empty');
   if (codePointLength(url) > URL_MAX_LENGTH) throw urlInvalid(`it must be at most ${URL_MAX_LENGTH} characters long`);
   // The URL is stored as given, so it must mean the same thing to every parser:
@@ -78,21 +60,40 @@ export function parseUrl(value: unknown, { livemode, allowPrivateTargets = false
   return url;
 }
 
-export function parseEnabledEvents(value: unknown): string[] {
-  return parseDistinctNames(value, 'enabled_events', {
-    catalog: EVENT_TYPES,
-    extra: [ALL_EVENTS],
-    fallback: [ALL_EVENTS],
-    noun: 'event type',
-    emptyMessage: 'Invalid enabled_events: the array must name at least one event type, or "*" for all. Omit it to receive all events.',
-    notInCatalog: (param, item) =>
-      new ApiError(
-        'event_type_invalid',
-        `Invalid ${param}: ${describeValue(item)} is not an event type. Known types: ${EVENT_TYPES.join(', ')}, or "*" for all.`,
-        param,
-      ),
-  });
-}
+/**
+ * The URL rules stay one hand-written function (each rule its own message, some
+ * depending on the mode), which joi calls: what it throws is the contract's error.
+ */
+const url = () =>
+  Joi.string()
+    .maxCodePoints(URL_MAX_LENGTH)
+    .custom((value: string, helpers) => parseUrl(value, helpers.prefs.context as unknown as UrlRules));
+const URL_ERRORS: Record<string, Raise> = {
+  'string.empty': () => urlInvalid('it must not be empty'),
+  'string.maxCodePoints': () => urlInvalid(`it must be at most ${URL_MAX_LENGTH} characters long`),
+};
+
+const EVENT_CATALOG = [...EVENT_TYPES, ALL_EVENTS];
+const enabledEvents = () => distinctNames(() => EVENT_CATALOG);
+const ENABLED_EVENTS_ERRORS = distinctNamesErrors({
+  noun: 'event type',
+  emptyMessage: 'Invalid enabled_events: the array must name at least one event type, or "*" for all. Omit it to receive all events.',
+  notInCatalog: ({ param, value }) =>
+    new ApiError('event_type_invalid', `Invalid ${param}: ${describeValue(value)} is not an event type. Known types: ${EVENT_TYPES.join(', ')}, or "*" for all.`, param),
+});
+
+export const WEBHOOK_ENDPOINT_CREATE = bodySchema(
+  { url: url().required(), enabled_events: enabledEvents(), description: description(), metadata: Joi.metadata() },
+  { url: URL_ERRORS, enabled_events: ENABLED_EVENTS_ERRORS },
+);
+export const WEBHOOK_ENDPOINT_CREATE_FIELDS = WEBHOOK_ENDPOINT_CREATE.fields;
+
+/** The create body's fields, all optional, and `disabled`. */
+export const WEBHOOK_ENDPOINT_UPDATE = bodySchema(
+  { url: url(), enabled_events: enabledEvents(), description: description(), metadata: Joi.metadata(), disabled: Joi.boolean() },
+  { url: URL_ERRORS, enabled_events: ENABLED_EVENTS_ERRORS },
+);
+export const WEBHOOK_ENDPOINT_UPDATE_FIELDS = WEBHOOK_ENDPOINT_UPDATE.fields;
 
 /**
  * Validates a create body (a parsed JSON object or form) and fills in the defaults.
@@ -100,90 +101,68 @@ export function parseEnabledEvents(value: unknown): string[] {
  * an IP literal that is not public, unless test mode and `allowPrivateTargets`;
  * names are not resolved here (delivery checks the address it connects to).
  */
-export function parseWebhookEndpointCreate(
-  raw: Record<string, unknown>,
-  ctx: UrlRules & { encoding?: BodyEncoding },
-): WebhookEndpointInput {
-  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_CREATE_FIELDS);
-  rejectUnknownFields(body, FIELDS);
-  const url = parseUrl(fieldOf(body, 'url'), ctx);
-  const enabledEvents = parseEnabledEvents(fieldOf(body, 'enabled_events'));
-  const description = parseDescription(fieldOf(body, 'description'));
-  const metadata = parseMetadata(fieldOf(body, 'metadata'));
-  return { url, enabled_events: enabledEvents, description, metadata };
+export function parseWebhookEndpointCreate(raw: Record<string, unknown>, ctx: UrlRules & { encoding?: BodyEncoding }): WebhookEndpointInput {
+  const body = checkBody(WEBHOOK_ENDPOINT_CREATE, raw, ctx.encoding ?? 'json', urlVars(ctx));
+  return {
+    url: body.url as string,
+    enabled_events: body.enabled_events === undefined ? [ALL_EVENTS] : [...(body.enabled_events as string[])],
+    description: (body.description ?? null) as string | null,
+    metadata: body.metadata === undefined ? [] : toPairs(body.metadata as Record<string, string>),
+  };
 }
 
-/** The update body's fields: those of create, all optional, and `disabled`. */
-export const WEBHOOK_ENDPOINT_UPDATE_FIELDS = {
-  url: { type: 'string' },
-  enabled_events: { type: 'string_array' },
-  description: { type: 'string', nullable: true },
-  metadata: { type: 'metadata' },
-  disabled: { type: 'boolean' },
-} as const satisfies BodyFields;
+const urlVars = (ctx: UrlRules): Record<string, unknown> => ({ livemode: ctx.livemode, allowPrivateTargets: ctx.allowPrivateTargets ?? false });
 
 /** Only the fields given change; the rules are those of create, the live-mode URL rules included. */
 export function parseWebhookEndpointUpdate(raw: Record<string, unknown>, ctx: UrlRules & { encoding?: BodyEncoding }): WebhookEndpointUpdateInput {
-  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_UPDATE_FIELDS);
-  rejectUnknownFields(body, Object.keys(WEBHOOK_ENDPOINT_UPDATE_FIELDS));
+  const body = checkBody(WEBHOOK_ENDPOINT_UPDATE, raw, ctx.encoding ?? 'json', urlVars(ctx));
   const input: WebhookEndpointUpdateInput = {};
-  const url = fieldOf(body, 'url');
-  if (url !== undefined) input.url = parseUrl(url, ctx);
-  const events = fieldOf(body, 'enabled_events');
-  if (events !== undefined) input.enabled_events = parseEnabledEvents(events);
-  const description = fieldOf(body, 'description');
-  if (description !== undefined) input.description = parseDescription(description);
-  const metadata = fieldOf(body, 'metadata');
-  if (metadata !== undefined) input.metadata = parseMetadata(metadata);
-  const disabled = fieldOf(body, 'disabled');
-  if (disabled !== undefined) input.disabled = checkBoolean(disabled, 'disabled');
+  if (body.url !== undefined) input.url = body.url as string;
+  if (body.enabled_events !== undefined) input.enabled_events = [...(body.enabled_events as string[])];
+  if (body.description !== undefined) input.description = body.description as string | null;
+  if (body.metadata !== undefined) input.metadata = toPairs(body.metadata as Record<string, string>);
+  if (body.disabled !== undefined) input.disabled = body.disabled as boolean;
   return input;
 }
 
 export const EXPIRE_PREVIOUS_MAX_SECONDS = 86_400;
 
-export const WEBHOOK_ENDPOINT_ROTATE_FIELDS = {
-  expire_previous_in: { type: 'integer' },
-} as const satisfies BodyFields;
+export const WEBHOOK_ENDPOINT_ROTATE = bodySchema({ expire_previous_in: integer().min(0).max(EXPIRE_PREVIOUS_MAX_SECONDS) });
+export const WEBHOOK_ENDPOINT_ROTATE_FIELDS = WEBHOOK_ENDPOINT_ROTATE.fields;
 
 export function parseRotateSecret(raw: Record<string, unknown>, ctx: { encoding?: BodyEncoding }): { expire_previous_in: number } {
-  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_ROTATE_FIELDS);
-  rejectUnknownFields(body, Object.keys(WEBHOOK_ENDPOINT_ROTATE_FIELDS));
-  const value = fieldOf(body, 'expire_previous_in');
-  if (value === undefined) return { expire_previous_in: EXPIRE_PREVIOUS_MAX_SECONDS };
-  return { expire_previous_in: checkInteger(value, 'expire_previous_in', { min: 0, max: EXPIRE_PREVIOUS_MAX_SECONDS }) };
+  const body = checkBody(WEBHOOK_ENDPOINT_ROTATE, raw, ctx.encoding ?? 'json');
+  return { expire_previous_in: (body.expire_previous_in ?? EXPIRE_PREVIOUS_MAX_SECONDS) as number };
 }
 
-export const WEBHOOK_ENDPOINT_RESEND_FIELDS = {
-  event: { type: 'string', required: true },
-} as const satisfies BodyFields;
+export const WEBHOOK_ENDPOINT_RESEND = bodySchema({ event: Joi.string().allow('').required() });
+export const WEBHOOK_ENDPOINT_RESEND_FIELDS = WEBHOOK_ENDPOINT_RESEND.fields;
 
 export function parseResend(raw: Record<string, unknown>, ctx: { encoding?: BodyEncoding }): { event: string } {
-  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_RESEND_FIELDS);
-  rejectUnknownFields(body, Object.keys(WEBHOOK_ENDPOINT_RESEND_FIELDS));
-  return { event: checkString(required(fieldOf(body, 'event'), 'event'), 'event') };
+  const body = checkBody(WEBHOOK_ENDPOINT_RESEND, raw, ctx.encoding ?? 'json');
+  return { event: body.event as string };
 }
 
 /** How far back `recover` reaches. */
 export const RECOVER_MAX_SECONDS = 7 * 86_400;
 
-export const WEBHOOK_ENDPOINT_RECOVER_FIELDS = {
-  since: { type: 'integer', required: true },
-} as const satisfies BodyFields;
+const sinceOutOfRange: Raise = ({ param, vars }) =>
+  new ApiError('parameter_out_of_range', `Invalid since: it must be a unix timestamp within the last 7 days (${String(vars.sinceMin)} to ${String(vars.now)}).`, param);
+
+export const WEBHOOK_ENDPOINT_RECOVER = bodySchema(
+  { since: integer().min(Joi.ref('$sinceMin')).max(Joi.ref('$now')).required() },
+  { since: { 'number.min': sinceOutOfRange, 'number.max': sinceOutOfRange } },
+);
+export const WEBHOOK_ENDPOINT_RECOVER_FIELDS = WEBHOOK_ENDPOINT_RECOVER.fields;
 
 export function parseRecover(raw: Record<string, unknown>, ctx: { encoding?: BodyEncoding; now: number }): { since: number } {
-  const body = typedBody(raw, ctx.encoding ?? 'json', WEBHOOK_ENDPOINT_RECOVER_FIELDS);
-  rejectUnknownFields(body, Object.keys(WEBHOOK_ENDPOINT_RECOVER_FIELDS));
-  const min = ctx.now - RECOVER_MAX_SECONDS;
-  const since = checkInteger(required(fieldOf(body, 'since'), 'since'), 'since', {
-    min,
-    max: ctx.now,
-    outOfRange: `Invalid since: it must be a unix timestamp within the last 7 days (${min} to ${ctx.now}).`,
-  });
-  return { since };
+  const body = checkBody(WEBHOOK_ENDPOINT_RECOVER, raw, ctx.encoding ?? 'json', { now: ctx.now, sinceMin: ctx.now - RECOVER_MAX_SECONDS });
+  return { since: body.since as number };
 }
 
+const EMPTY_BODY = bodySchema({});
+
 export function parseEmptyBody(raw: Record<string, unknown>): Record<string, never> {
-  rejectUnknownFields(raw, []);
+  checkBody(EMPTY_BODY, raw, 'json');
   return {};
 }

@@ -9,8 +9,19 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 
 import { buildOpenApiDocument } from '../../../api/openapi/document.js';
-import { parsePaymentIntentCreate, PAYMENT_INTENT_CREATE_FIELDS } from '../../../api/schemas/payment-intents.js';
-import { parseWebhookEndpointCreate, WEBHOOK_ENDPOINT_CREATE_FIELDS } from '../../../api/schemas/webhook-endpoints.js';
+import type { BodySchema } from '../../../api/schemas/body.js';
+import { PAYMENT_INTENT_CANCEL, PAYMENT_INTENT_CONFIRM, PAYMENT_INTENT_UPDATE } from '../../../api/schemas/payment-intent-lifecycle.js';
+import { parsePaymentIntentCreate, PAYMENT_INTENT_CREATE, PAYMENT_INTENT_CREATE_FIELDS } from '../../../api/schemas/payment-intents.js';
+import { REFUND_CREATE, REFUND_UPDATE } from '../../../api/schemas/refunds.js';
+import {
+  parseWebhookEndpointCreate,
+  WEBHOOK_ENDPOINT_CREATE,
+  WEBHOOK_ENDPOINT_CREATE_FIELDS,
+  WEBHOOK_ENDPOINT_RECOVER,
+  WEBHOOK_ENDPOINT_RESEND,
+  WEBHOOK_ENDPOINT_ROTATE,
+  WEBHOOK_ENDPOINT_UPDATE,
+} from '../../../api/schemas/webhook-endpoints.js';
 import type { BodyFields } from '../../../api/schemas/fields.js';
 import type { PaymentIntentDoc, WebhookAttemptDoc, WebhookEndpointDoc } from '../../../common/documents.js';
 import { ERROR_CODES, errorBody, type ErrorCode } from '../../../common/errors.js';
@@ -72,6 +83,41 @@ for (const [name, fields] of BODIES) {
     }
   });
 }
+
+const JOI_BODIES: Array<[string, BodySchema]> = [
+  ['PaymentIntentCreate', PAYMENT_INTENT_CREATE],
+  ['PaymentIntentUpdate', PAYMENT_INTENT_UPDATE],
+  ['PaymentIntentConfirm', PAYMENT_INTENT_CONFIRM],
+  ['PaymentIntentCancel', PAYMENT_INTENT_CANCEL],
+  ['WebhookEndpointCreate', WEBHOOK_ENDPOINT_CREATE],
+  ['WebhookEndpointUpdate', WEBHOOK_ENDPOINT_UPDATE],
+  ['WebhookEndpointRotateSecret', WEBHOOK_ENDPOINT_ROTATE],
+  ['WebhookEndpointResend', WEBHOOK_ENDPOINT_RESEND],
+  ['WebhookEndpointRecover', WEBHOOK_ENDPOINT_RECOVER],
+  ['RefundCreate', REFUND_CREATE],
+  ['RefundUpdate', REFUND_UPDATE],
+];
+
+for (const [name, body] of JOI_BODIES) {
+  test(`${name} is generated from the parser's joi schema: its fields, required ones and every bound`, (t) => {
+    const generated = body.schema['~standard'].jsonSchema.input({ target: 'draft-2020-12' }) as Json;
+    const schema = schemas[name];
+    t.deepEqual(Object.keys(schema.properties), Object.keys(generated.properties));
+    t.deepEqual(schema.required, generated.required ?? []);
+    for (const [field, property] of Object.entries(generated.properties as Json)) {
+      for (const keyword of ['minimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'pattern', '$ref']) {
+        if (property[keyword] !== undefined) t.is(schema.properties[field][keyword], property[keyword], `${name}.${field} ${keyword}`);
+      }
+      for (const value of (property.enum ?? []) as unknown[]) t.true(schema.properties[field].enum.includes(value), `${name}.${field} enum`);
+    }
+  });
+}
+
+test('lengths the parser counts in code points are maxLength in the document (JSON Schema counts code points too)', (t) => {
+  t.is(schemas.PaymentIntentConfirm.properties.otp.maxLength, 16);
+  t.is(schemas.PaymentIntentCreate.properties.description.maxLength, 1000);
+  t.is(schemas.WebhookEndpointCreate.properties.url.maxLength, 2048);
+});
 
 test('both request media types share one schema; lists and maps are deepObject in a form', (t) => {
   const content = doc.paths['/v1/payment_intents'].post.requestBody.content;
