@@ -7,25 +7,23 @@
  *   (section 12: one group of variables per operator, complete), and `degraded`
  *   while most of its recent operator calls failed or timed out.
  *
- * No connector ships yet (worker/operators/connector.ts, `liveConnectors()`), so
- * {@link liveOperatorConfigured} answers false for every operator. When connectors
- * arrive, it is the one place that decides from the config groups (e.g. every
- * `MTN_MOMO_…` variable set), and the worker's `liveConnectors()` builds a
- * connector for exactly those operators.
+ * {@link liveOperatorConfigured} answers from the config groups
+ * (`configuredOperators`, common/config.ts: every `MTN_MOMO_…` variable set, …), the
+ * same test by which the worker's `liveConnectors()` builds a connector: Orange
+ * Money, Airtel Money and Moov Money have none and stay `unavailable`.
  */
-import type { Config } from './config.js';
+import { configuredOperators, type Config } from './config.js';
 
 export type OperatorStatus = 'operational' | 'degraded' | 'unavailable';
 
-/** Live mode: whether `operator`'s connector is configured in this deployment. None is yet. */
-export function liveOperatorConfigured(_config: Config, _operator: string): boolean {
-  return false;
+/** Live mode: whether `operator`'s connector is configured in this deployment. */
+export function liveOperatorConfigured(config: Pick<Config, 'liveOperators'>, operator: string): boolean {
+  return configuredOperators(config).includes(operator);
 }
 
 /**
- * How an operator's recent live calls went. A connector records its calls and their
- * outcomes; until one exists there are no live calls, and {@link NO_CALLS_RECORDED}
- * says no operator is failing.
+ * How an operator's recent live calls went. Not recorded yet: {@link NO_CALLS_RECORDED}
+ * says no operator is failing, so a configured operator shows `operational`.
  */
 export interface OperatorHealth {
   /** True when most of `operator`'s recent calls failed or timed out. */

@@ -36,6 +36,8 @@ import {
   type LifecycleDeps,
 } from './processors/payment-intent-lifecycle.js';
 import { dispatchEvent } from './processors/dispatch-event.js';
+import { checkAttempt, type CheckDeps } from './processors/operator-check.js';
+import { liveConnectors } from './operators/connector.js';
 import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { sweepIntents } from './processors/sweep-intents.js';
@@ -159,16 +161,17 @@ export async function startWorker({ config, logger, mongo, redis, now, ids, stor
     ids,
     simulator: config.simulator,
     confirmFailureLimit: config.confirmFailureLimit,
-    // No live connector is registered until the lifecycle decides live intents from
-    // their answers alone (security review M3; issue 28's wiring, docs/payments.md
-    // "Live operators"): registering one today would let the simulator decide them.
-    connectors: new Map(),
+    // Live mode: one connector per configured operator; only their answers decide
+    // live intents (security review M3; docs/payments.md, "Live operators").
+    connectors: liveConnectors(config, { redis: redis.commands, db: mongo.db, prefix }),
+    publicBaseUrl: config.publicBaseUrl,
     // Transition updates hold at most their share of the slots: the inserts keep the rest.
     writes: through(new WriteGate(transitionWritesInFlight), writes),
     atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,
     logger,
   };
   const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl };
+  const checkDeps: CheckDeps = { ...lifecycleDeps, pollScheduleMs: config.liveOperators.pollScheduleMs };
   const deliveryBackoff = webhookBackoff(config.webhooks);
   const common = {
     connection: redis.workers,
@@ -235,6 +238,8 @@ export async function startWorker({ config, logger, mongo, redis, now, ids, stor
           return applyOperatorOutcome(lifecycleDeps, job);
         case JOBS.expirePaymentIntent:
           return expirePaymentIntent(lifecycleDeps, job);
+        case JOBS.operatorCheck:
+          return checkAttempt(checkDeps, job);
         case JOBS.processRefund:
           return processRefund(refundDeps, job.data);
         default:

@@ -40,7 +40,7 @@
 import type { Db } from 'mongodb';
 import type { Redis } from 'ioredis';
 import type { LiveOperatorsConfig } from '../../common/config.js';
-import type { DeclineCode } from '../../common/lifecycle.js';
+import type { DeclineCode, OperatorAnswer } from '../../common/lifecycle.js';
 import { mtnMomoConnector } from './mtn-momo.js';
 import { mpesaConnector } from './mpesa.js';
 import { waveConnector } from './wave.js';
@@ -59,10 +59,8 @@ export interface PaymentAttemptRequest {
   callbackUrl: string;
 }
 
-export type OperatorResult =
-  | { kind: 'succeeded'; operatorReference?: string }
-  | { kind: 'declined'; code: DeclineCode; operatorCode?: string }
-  | { kind: 'pending' };
+/** The operator's answer about an attempt: what decides a live intent (common/lifecycle.ts). */
+export type OperatorResult = OperatorAnswer;
 
 export interface PaymentRequested {
   operatorReference?: string;
