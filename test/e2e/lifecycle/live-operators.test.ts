@@ -297,6 +297,20 @@ test.serial('refunds go through the operator: MTN (partial, its reference kept),
   t.is(whole.status, 200, whole.text);
   await waitForRefund(service, key, whole.body.id, 'succeeded', 30_000);
   t.true(wave.refunded.has(session!.id));
+
+  // M-Pesa: a reversal of the receipt its STK callback gave; the Result at our ResultURL answers.
+  const mpi = await createIntent(service, key, { amount: 1500, currency: 'kes' });
+  await confirm(service, key, mpi.id, { operator: 'mpesa', phone_number: fresh('254') });
+  const push = await until('the push', () => mpesa.pushFor(`${mpi.id}:1`));
+  await mpesa.settle(push.checkoutRequestId);
+  await waitForStatus(service, key, mpi.id, 'succeeded');
+  const reversed = await refund(service, key, { payment_intent: mpi.id });
+  t.is(reversed.status, 200, reversed.text);
+  const reversal = await until('the reversal', () => [...mpesa.reversals.values()].find((r) => new URL(r.resultUrl).searchParams.get('refund') === reversed.body.id));
+  t.regex(reversal.resultUrl, /\/operators\/mpesa\/result\?/);
+  await mpesa.deliverReversal(reversal.originatorConversationId);
+  await waitForRefund(service, key, reversed.body.id, 'succeeded', 40_000);
+  t.true(mpesa.reversedReceipts.has(push.receipt!));
 });
 
 test.serial('a worker killed while its request to the operator is in flight: after a new worker, one payment per attempt', async (t) => {
