@@ -65,13 +65,16 @@ const IN_FLIGHT = ['requires_action', 'processing'] as const;
 /** Writes fields of the attempt's `payment`, under the intent's lock, while the attempt is in flight. */
 async function setOnAttempt(deps: LifecycleDeps, doc: PaymentIntentDoc, fields: Record<string, unknown>): Promise<void> {
   const set = Object.fromEntries(Object.entries(fields).map(([name, value]) => [`payment.${name}`, value]));
-  await withRecordLock(deps.redis, intentLockKey(deps.prefix, doc._id), () =>
+  const intents = deps.collections.paymentIntents;
+  await withRecordLock(deps.redis, intentLockKey(deps.prefix, doc._id), async () => {
+    // Under the lock no transition runs: the attempt read again is the one written.
+    // The filters name `_id` alone where the store scans for any other field (docs/storage.md).
+    const current = await intents.findOne({ _id: doc._id }, { projection: { attempt: 1, status: 1 } });
+    if (!current || (current.attempt ?? 0) !== (doc.attempt ?? 0) || !(IN_FLIGHT as readonly string[]).includes(current.status)) return;
+    const where = deps.atomicConditionalUpdates ? { _id: doc._id, attempt: doc.attempt ?? 0, status: { $in: [...IN_FLIGHT] } } : { _id: doc._id };
     // `rev` moves, so a transition that read the intent before this write decides again.
-    deps.collections.paymentIntents.updateOne(
-      { _id: doc._id, attempt: doc.attempt ?? 0, status: { $in: [...IN_FLIGHT] } },
-      { $set: set, $inc: { rev: 1 } },
-    ),
-  );
+    await intents.updateOne(where, { $set: set, $inc: { rev: 1 } });
+  });
 }
 
 async function readIntent(deps: LifecycleDeps, data: OperatorCheckData): Promise<PaymentIntentDoc | null> {
