@@ -51,7 +51,6 @@ export async function scheduleExpiry(queue: TypedQueue<'intents'>, pi: Target, n
   );
 }
 
-
 /** Check `n` of an attempt, after `delayMs`. A callback's (`cb`) is removed once done, so a later callback looks again. */
 export async function scheduleCheck(
   queue: TypedQueue<'intents'>,

@@ -9,6 +9,8 @@
  * through a callback; one seen before it, with the callback dropped, through the poll.
  */
 import test from 'ava';
+import { Queue } from 'bullmq';
+import { QUEUES } from '../../../common/jobs.js';
 import { FakeServer, sendCallback } from '../../fakes/fake-server.js';
 import { MtnMomoFake } from '../../fakes/mtn-momo-fake.js';
 import { MpesaFake } from '../../fakes/mpesa-fake.js';
@@ -189,6 +191,31 @@ test.serial('a lost callback: MTN never calls back, the poll finds the answer', 
     t.true(statusGets(mtn.server, `/collection/v1_0/requesttopay/${ref}`) >= 1);
   } finally {
     mtn.dropCallbacks = false;
+  }
+});
+
+test.serial('a check lost with Redis: the intent keeps its next check, and the sweeper enqueues it again', async (t) => {
+  mtn.dropCallbacks = true;
+  const connection = service.redis();
+  const queue = new Queue(QUEUES.intents, { connection, prefix: service.prefix });
+  try {
+    const { pi, ref } = await mtnAttempt();
+    await until('MTN to hold the request', () => mtn.transfers.get(ref));
+    const db = await service.db();
+    const stored = await until('the next check recorded on the intent', async () => {
+      const doc = await db.collection('payment_intents').findOne({ _id: pi.id as never });
+      return doc?.payment?.checks === 1 ? doc : undefined;
+    });
+    t.true(typeof stored.payment.next_check_at === 'number');
+    const job = await queue.getJob(`check-${pi.id}-1-1`);
+    t.truthy(job, 'the delayed check');
+    await job!.remove();
+    await mtn.settle(ref);
+    await waitForStatus(service, key, pi.id, 'succeeded', 30_000);
+  } finally {
+    mtn.dropCallbacks = false;
+    await queue.close();
+    connection.disconnect();
   }
 });
 
