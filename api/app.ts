@@ -14,6 +14,7 @@ import { adminKeysRouter } from './routes/admin-keys.js';
 import { checkoutRouter } from './routes/checkout.js';
 import { eventRoutes } from './routes/events.js';
 import { operatorRoutes } from './routes/operators.js';
+import { operatorCallbacksRouter } from './routes/operator-callbacks.js';
 import { faviconRouter } from './routes/favicon.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
@@ -74,6 +75,7 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
     referenceRouter(deps),
     adminKeysRouter(deps),
     checkoutRouter(deps),
+    operatorCallbacksRouter(deps),
     faviconRouter(),
     ...((deps.extraRouters ?? []) as Array<Router<State>>),
   ];

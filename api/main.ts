@@ -7,6 +7,7 @@
  * SIGTERM: stop accepting connections, let in-flight requests finish (they may be
  * waiting for a create job), then close the clients, each step on its own.
  */
+import { redisOperatorHealth } from '../common/operator-status.js';
 import { createServer, type ServerResponse } from 'node:http';
 import { ApiKeyCache } from '../common/api-keys.js';
 import { loadConfig } from '../common/config.js';
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
     },
     extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList, config.publicBaseUrl)],
     onRequest: (info) => http.observe(info),
+    operatorHealth: redisOperatorHealth(redis, config.queuePrefix, now),
   };
   const app = createApp(deps);
   // handleErrors renders every error of ours; what arrives here comes from Bull

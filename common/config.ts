@@ -87,7 +87,14 @@ export interface LiveOperatorsConfig {
   wave: WaveConfig | null;
   /** How long a connector waits for one answer from an operator's API before calling it unavailable. */
   timeoutMs: number;
+  /**
+   * The delays between the checks of a live attempt in flight (then the last one,
+   * repeated), jittered by ±20% (worker/lifecycle/operator-check.ts).
+   */
+  pollScheduleMs: number[];
 }
+
+export const DEFAULT_OPERATOR_POLL_SCHEDULE_MS = [5_000, 10_000, 20_000, 40_000, 60_000];
 
 /** One MTN MoMo Open API product's credentials (Collection and Disbursement each have theirs). */
 export interface MtnMomoProductConfig {
@@ -276,6 +283,7 @@ const schema = Joi.object({
   INTENTS_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(60 * SECOND),
   SIMULATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1000).max(HOUR).default(2 * MINUTE),
   OPERATOR_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(15 * SECOND),
+  OPERATOR_POLL_SCHEDULE_MS: msList.default(DEFAULT_OPERATOR_POLL_SCHEDULE_MS.join(',')),
   MTN_MOMO_BASE_URL: operatorUrl,
   MTN_MOMO_TARGET_ENVIRONMENT: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).empty(''),
   MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY: credential,
@@ -414,6 +422,7 @@ function liveOperatorsOf(value: Env & { OPERATOR_TIMEOUT_MS?: unknown }): LiveOp
   const v = value as Record<string, string>;
   return {
     timeoutMs: Number(value.OPERATOR_TIMEOUT_MS),
+    pollScheduleMs: String(value.OPERATOR_POLL_SCHEDULE_MS ?? DEFAULT_OPERATOR_POLL_SCHEDULE_MS.join(',')).split(',').map(Number).filter((ms) => ms > 0),
     mtnMomo: complete(value, OPERATOR_GROUPS.mtn_momo)
       ? {
         baseUrl: baseUrlOf(v.MTN_MOMO_BASE_URL),

@@ -149,6 +149,20 @@ export interface PaymentAttempt {
   return_url: string | null;
   /** Redirect flow: the test checkout page's token (kept after the attempt ended, to show its outcome). */
   checkout_token: string | null;
+  /**
+   * Live mode (worker/lifecycle/operator-check.ts). `requested`: the operator has
+   * been asked for the payment (a retried ask reuses the attempt's reference).
+   * `operator_reference`: its reference of the request (MTN X-Reference-Id, M-Pesa
+   * CheckoutRequestID, Wave session id). `next_check_at` (epoch ms) and `checks`: the
+   * attempt's next poll, which the intents sweeper enqueues again when Redis lost it.
+   * `operator_transaction`: the operator's reference of the paid transaction (MTN
+   * financialTransactionId, M-Pesa receipt, Wave session id), kept for refunds.
+   */
+  requested?: boolean;
+  operator_reference?: string | null;
+  next_check_at?: number | null;
+  checks?: number;
+  operator_transaction?: string | null;
 }
 
 /** A mutation's entry in its intent's `history`: the record without its large parts. */

@@ -71,6 +71,7 @@ const TRANSIENT_MESSAGE = /not master|node is recovering/i;
  */
 export function isInfrastructureError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
+  if (err instanceof OperatorUnavailableError) return true;
   if (
     err instanceof MongoNetworkError ||
     err instanceof MongoServerSelectionError ||

@@ -16,7 +16,7 @@ import {
   type RepeatOptions,
   type WorkerOptions,
 } from 'bullmq';
-import type { CancellationReason } from './lifecycle.js';
+import type { CancellationReason, OperatorAnswer } from './lifecycle.js';
 import type { RefundReason } from './documents.js';
 import type { MetadataPairs } from './metadata.js';
 
@@ -54,6 +54,7 @@ export const JOBS = {
   recoverWebhookEvents: 'webhook_endpoint.recover.v1',
   testWebhookEndpoint: 'webhook_endpoint.test.v1',
   operatorOutcome: 'payment_intent.operator_outcome.v1',
+  operatorCheck: 'payment_intent.operator_check.v1',
   expirePaymentIntent: 'payment_intent.expire.v1',
   dispatchEvent: 'event.dispatch.v2',
   deliverWebhook: 'webhook.deliver.v1',
@@ -209,6 +210,37 @@ export interface OperatorOutcomeData extends Scope {
   attempt: number;
   step: 'payer' | 'settle';
   action?: 'pay' | 'decline' | 'cancel';
+  /**
+   * Live mode: the operator's own answer, read by a connector. A live intent is
+   * decided by it alone (security review M3): an outcome without one changes nothing.
+   */
+  result?: OperatorAnswer;
+}
+
+/**
+ * Live mode: look at an attempt at its operator (worker/lifecycle/operator-check.ts).
+ * `n` numbers the checks of the attempt's polling chain; `cb` is a check an operator
+ * callback asked for (it schedules no further check). A callback's check knows the
+ * intent and attempt only: its scope is read from the intent, which must be live.
+ */
+export interface OperatorCheckData {
+  paymentIntent: string;
+  attempt: number;
+  n: number | 'cb';
+  project?: string;
+  livemode?: boolean;
+}
+
+/** The job id of check `n` of an attempt (worker/processors/operator-check.ts). */
+export function operatorCheckJobId(paymentIntent: string, attempt: number, n: number | 'cb'): string {
+  return `check-${paymentIntent}-${attempt}-${n}`;
+}
+
+/** An attempt id as live operators see it (`pi_…:<attempt>`), read back from a callback; null when it is not one. */
+export function parseAttemptId(value: unknown): { paymentIntent: string; attempt: number } | null {
+  if (typeof value !== 'string') return null;
+  const match = /^(pi_[A-Za-z0-9]{1,64}):([1-9]\d{0,5})$/.exec(value);
+  return match ? { paymentIntent: match[1]!, attempt: Number(match[2]) } : null;
 }
 
 export interface ExpirePaymentIntentData extends Scope {
@@ -351,6 +383,7 @@ export interface QueueJobs {
   };
   intents: {
     [JOBS.operatorOutcome]: { data: OperatorOutcomeData; result: TransitionJobResult };
+    [JOBS.operatorCheck]: { data: OperatorCheckData; result: { status: string | null; answer?: string } };
     [JOBS.expirePaymentIntent]: { data: ExpirePaymentIntentData; result: TransitionJobResult };
     [JOBS.processRefund]: { data: ProcessRefundData; result: { status: string } };
   };

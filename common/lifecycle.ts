@@ -105,4 +105,19 @@ export function simulatedOutcome(phone: string): SimulatedOutcome {
 export type FollowUp =
   | { kind: 'outcome'; step: 'payer' | 'settle'; delayMs: number }
   /** Check the expiry at `expires_at` (unix seconds), or at once when that has passed. */
-  | { kind: 'expire'; expiresAt: number };
+  | { kind: 'expire'; expiresAt: number }
+  /**
+   * Live mode: ask the operator about the attempt (worker/lifecycle/operator-check.ts):
+   * its first check asks for the payment when that was not done yet, later ones
+   * read the operator's answer.
+   */
+  | { kind: 'check'; delayMs: number };
+
+/**
+ * An operator's answer about an attempt, as a live connector read it
+ * (worker/operators/connector.ts): in live mode the only thing that decides one.
+ */
+export type OperatorAnswer =
+  | { kind: 'succeeded'; operatorReference?: string }
+  | { kind: 'declined'; code: DeclineCode; operatorCode?: string }
+  | { kind: 'pending' };

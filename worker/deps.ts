@@ -14,6 +14,8 @@ import { InsertBatcher } from './group-commit.js';
 import { through, WriteGate } from './lifecycle/write-gate.js';
 import { dispatchEvent } from './processors/dispatch-event.js';
 import type { LifecycleDeps } from './processors/payment-intent-lifecycle.js';
+import type { CheckDeps } from './processors/operator-check.js';
+import { liveConnectors } from './operators/connector.js';
 import type { RefundDeps } from './processors/refunds.js';
 import type { EndpointMutationDeps } from './processors/webhook-endpoint-mutations.js';
 import { endpointSlots } from './webhooks/endpoint-slots.js';
@@ -112,16 +114,17 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     ids,
     simulator: config.simulator,
     confirmFailureLimit: config.confirmFailureLimit,
-    // No live connector is registered until the lifecycle decides live intents from
-    // their answers alone (security review M3; issue 28's wiring, docs/payments.md
-    // "Live operators"): registering one today would let the simulator decide them.
-    connectors: new Map(),
+    // Live mode: one connector per configured operator; only their answers decide
+    // live intents (security review M3; docs/payments.md, "Live operators").
+    connectors: liveConnectors(config, { redis: redis.commands, db: mongo.db, prefix }),
+    publicBaseUrl: config.publicBaseUrl,
     // Transition updates hold at most their share of the slots: the inserts keep the rest.
     writes: through(new WriteGate(transitionWritesInFlight), writes),
     atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,
     logger,
   };
   const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl };
+  const checkDeps: CheckDeps = { ...lifecycleDeps, pollScheduleMs: config.liveOperators.pollScheduleMs };
 
   const redeliveries = new Redeliveries(redis.commands, {
     prefix,
@@ -152,6 +155,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     fanOut,
     lifecycleDeps,
     refundDeps,
+    checkDeps,
     redeliveries,
     endpointDeps,
   };

@@ -17,6 +17,7 @@ import {
   expirePaymentIntent,
   updatePaymentIntent,
 } from './processors/payment-intent-lifecycle.js';
+import { checkAttempt } from './processors/operator-check.js';
 import { createRefund, updateRefund } from './processors/refunds.js';
 import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
@@ -67,10 +68,11 @@ export function writesRoutes({ config, createDeps, eventsQueue, fanOut, intentsQ
   };
 }
 
-export function intentsRoutes({ lifecycleDeps, refundDeps }: JobDeps): JobRoutes<'intents'> {
+export function intentsRoutes({ lifecycleDeps, refundDeps, checkDeps }: JobDeps): JobRoutes<'intents'> {
   return {
     [JOBS.operatorOutcome]: (job) => applyOperatorOutcome(lifecycleDeps, job),
     [JOBS.expirePaymentIntent]: (job) => expirePaymentIntent(lifecycleDeps, job),
+    [JOBS.operatorCheck]: (job) => checkAttempt(checkDeps, job),
     [JOBS.processRefund]: (job) => processRefund(refundDeps, job.data),
   };
 }

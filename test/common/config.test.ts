@@ -60,7 +60,7 @@ const waveGroup = { WAVE_BASE_URL: 'https://api.wave.example/', WAVE_API_KEY: 'w
 test('no live operator is configured by default', (t) => {
   const config = loadConfig(minimal);
   t.deepEqual(configuredOperators(config), []);
-  t.deepEqual(config.liveOperators, { mtnMomo: null, mpesa: null, wave: null, timeoutMs: 15_000 });
+  t.deepEqual(config.liveOperators, { mtnMomo: null, mpesa: null, wave: null, timeoutMs: 15_000, pollScheduleMs: [5000, 10_000, 20_000, 40_000, 60_000] });
 });
 
 test('an operator is configured when its whole group is set', (t) => {

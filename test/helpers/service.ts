@@ -168,6 +168,8 @@ export class Service {
       ...stackEnv(),
       ...options.env,
     };
+    // Live operators call back the api under test: `PUBLIC_BASE_URL: 'self'` is its own URL.
+    if (this.env.PUBLIC_BASE_URL === 'self') this.env.PUBLIC_BASE_URL = this.baseUrl;
   }
 
   static async start(options: ServiceOptions = {}): Promise<Service> {

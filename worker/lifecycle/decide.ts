@@ -50,7 +50,17 @@ export interface DecideContext {
   token: () => string;
   /** Live mode: the operators that have a connector (worker/operators/connector.ts). */
   liveOperators: ReadonlySet<string>;
+  /**
+   * Live mode, redirect flow: the operator's checkout for the attempt this confirm
+   * starts (`attempt` = the intent's + 1), asked for before the decision
+   * (worker/processors/payment-intent-lifecycle.ts). Without it a live redirect
+   * confirm cannot be decided.
+   */
+  liveRedirect?: { attempt: number; url: string; operatorReference?: string } | { attempt: number; refused: DeclineCode } | null;
 }
+
+/** Live mode: the first check of an attempt asks the operator at once (worker/lifecycle/operator-check.ts). */
+const CHECK_NOW: FollowUp = { kind: 'check', delayMs: 0 };
 
 function unexpected(doc: PaymentIntentDoc, action: string): Decision {
   return {
@@ -169,6 +179,19 @@ function pastExpiry(doc: PaymentIntentDoc, action: string, now: number): Decisio
   };
 }
 
+/**
+ * Live mode: the redirect operator that a confirm of `doc` in `new` would start an
+ * attempt with, when nothing before the operator refuses it (the operator named or
+ * predicted, the catalog's terms). Null otherwise. The confirm job asks that
+ * operator for its checkout before deciding (its link is the answer).
+ */
+export function liveRedirectOperator(doc: PaymentIntentDoc, input: ConfirmInput): string | null {
+  if (!doc.livemode || doc.status !== 'new') return null;
+  const operator = resolveOperator(doc, input);
+  if (typeof operator !== 'string' || flowOf(operator) !== 'redirect') return null;
+  return catalogRefusal(doc, operator, input.phone_number) === null ? operator : null;
+}
+
 export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: DecideContext): Decision {
   if (doc.status !== 'new' && doc.status !== 'requires_action') return unexpected(doc, 'confirm');
   const expired = pastExpiry(doc, 'confirm', ctx.now);
@@ -222,10 +245,11 @@ export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: D
         set: { ...base, status: 'requires_action', next_action: nextAction },
         event: 'payment_intent.requires_action',
         answer: 'object',
-        followUps: payerFollowUps(outcome, ctx, doc.livemode),
+        followUps: doc.livemode ? [CHECK_NOW] : payerFollowUps(outcome, ctx, doc.livemode),
       };
     }
     case 'redirect': {
+      if (doc.livemode) return liveRedirect(doc, attempt, base, payment, input.return_url, ctx);
       const token = `${doc._id}.${ctx.token()}`;
       const nextAction: NextAction = {
         type: 'redirect_to_url',
@@ -255,6 +279,43 @@ export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: D
   }
 }
 
+/**
+ * A live redirect attempt: the payer goes to the operator's own checkout, asked for
+ * before this decision (its session is idempotent on the attempt id, so a retried
+ * job gets the same one). Its answer is read by the attempt's checks.
+ */
+function liveRedirect(
+  doc: PaymentIntentDoc,
+  attempt: number,
+  base: Partial<PaymentIntentDoc>,
+  payment: NonNullable<PaymentIntentDoc['payment']>,
+  returnUrl: string | null,
+  ctx: DecideContext,
+): Decision {
+  const redirect = ctx.liveRedirect;
+  // Asked for another attempt (the intent changed in between): the job asks again.
+  if (!redirect || redirect.attempt !== attempt) throw new Error(`live redirect for attempt ${attempt} of ${doc._id} was not asked of the operator`);
+  if ('refused' in redirect) {
+    // The operator refused the checkout itself: its answer, at once (402).
+    const declined = decline({ ...doc, attempt, payment: { ...payment } }, redirect.refused, 'declined', ctx.now);
+    if (declined.kind === 'apply') declined.set = { ...base, ...declined.set };
+    return declined;
+  }
+  const nextAction: NextAction = { type: 'redirect_to_url', redirect_to_url: { url: redirect.url, return_url: returnUrl } };
+  return {
+    kind: 'apply',
+    set: {
+      ...base,
+      payment: { ...payment, requested: true, operator_reference: redirect.operatorReference ?? null },
+      status: 'requires_action',
+      next_action: nextAction,
+    },
+    event: 'payment_intent.requires_action',
+    answer: 'object',
+    followUps: [CHECK_NOW],
+  };
+}
+
 function otpRequired(): NextAction {
   return {
     type: 'otp_required',
@@ -278,7 +339,7 @@ function decideOtp(doc: PaymentIntentDoc, input: ConfirmInput, ctx: DecideContex
   if (input.otp === null || doc.payment === null || doc.payment === undefined || flowOf(doc.payment.operator) !== 'otp') {
     return unexpected(doc, 'confirm');
   }
-  if (simulatedOutcome(doc.payment.phone_number ?? '').kind === 'silent') {
+  if (!doc.livemode && simulatedOutcome(doc.payment.phone_number ?? '').kind === 'silent') {
     // The operator never answers: the intent waits for its expiry.
     return { kind: 'apply', set: {}, event: null, answer: 'object', followUps: [] };
   }
@@ -286,6 +347,15 @@ function decideOtp(doc: PaymentIntentDoc, input: ConfirmInput, ctx: DecideContex
 }
 
 function checkOtp(doc: PaymentIntentDoc, otp: string, base: Partial<PaymentIntentDoc>, ctx: DecideContext): Decision {
+  // Live mode has no test code: a one-time code goes to the operator, and no live
+  // connector takes one yet (Orange Money has none).
+  if (doc.livemode) {
+    return refuse({
+      code: 'operator_not_configured',
+      message: `No live connector is configured for ${doc.payment?.operator ?? 'this operator'}: live one-time codes cannot be checked yet.`,
+      param: 'otp',
+    });
+  }
   if (otp !== TEST_OTP) {
     const declined = decline(doc, 'invalid_otp', 'declined', ctx.now);
     if (declined.kind === 'apply') declined.set = { ...base, ...declined.set };
@@ -369,6 +439,7 @@ export function decideUpdate(doc: PaymentIntentDoc, input: PaymentIntentUpdateIn
 /** An operator's answer (the simulator's in test mode) about attempt `data.attempt`. */
 export function decideOutcome(doc: PaymentIntentDoc, data: OperatorOutcomeData, ctx: DecideContext): Decision {
   if ((doc.attempt ?? 0) !== data.attempt) return { kind: 'skip', reason: `arrived too late: attempt ${data.attempt} is over` };
+  if (doc.livemode) return decideLiveOutcome(doc, data, ctx);
   const phone = doc.payment?.phone_number ?? '';
   const outcome = simulatedOutcome(phone);
   if (data.step === 'payer') {
@@ -398,6 +469,37 @@ export function decideOutcome(doc: PaymentIntentDoc, data: OperatorOutcomeData, 
     answer: 'object',
     followUps: [],
   };
+}
+
+/**
+ * Live mode (security review M3): the operator's answer, as its connector read it,
+ * is the only thing that decides. No magic number, no simulated step: an outcome
+ * without a result (a simulator's job, a checkout page's button) changes nothing.
+ */
+function decideLiveOutcome(doc: PaymentIntentDoc, data: OperatorOutcomeData, ctx: DecideContext): Decision {
+  const result = data.result;
+  if (!result) return { kind: 'skip', reason: 'live mode: only the operator\'s answer decides an attempt' };
+  if (doc.status !== 'requires_action' && doc.status !== 'processing') return { kind: 'skip', reason: `arrived too late: the intent is ${doc.status}` };
+  switch (result.kind) {
+    case 'pending':
+      return { kind: 'skip', reason: 'the operator has not answered finally' };
+    case 'declined':
+      return decline(doc, result.code, 'object', ctx.now);
+    case 'succeeded': {
+      const ended = endAttempt(doc);
+      return {
+        kind: 'apply',
+        set: {
+          ...ended,
+          payment: ended.payment ? { ...ended.payment, next_check_at: null, operator_transaction: result.operatorReference ?? ended.payment.operator_reference ?? null } : null,
+          status: 'succeeded',
+        },
+        event: 'payment_intent.succeeded',
+        answer: 'object',
+        followUps: [],
+      };
+    }
+  }
 }
 
 /** The expiry job of `expires_at`: from `new` or `requires_action`; an attempt in `processing` resolves first. */

@@ -6,7 +6,7 @@
  * so a job that runs late or twice changes nothing.
  */
 import type { JobsOptions } from 'bullmq';
-import { JOBS, type Scope, type TypedQueue } from '../../common/jobs.js';
+import { JOBS, operatorCheckJobId, type Scope, type TypedQueue } from '../../common/jobs.js';
 import type { FollowUp } from '../../common/lifecycle.js';
 
 const OPTIONS: JobsOptions = {
@@ -51,6 +51,20 @@ export async function scheduleExpiry(queue: TypedQueue<'intents'>, pi: Target, n
   );
 }
 
+/** Check `n` of an attempt, after `delayMs`. A callback's (`cb`) is removed once done, so a later callback looks again. */
+export async function scheduleCheck(
+  queue: TypedQueue<'intents'>,
+  target: { paymentIntent: string; attempt: number; project?: string; livemode?: boolean },
+  n: number | 'cb',
+  delayMs: number,
+): Promise<void> {
+  await queue.add(
+    JOBS.operatorCheck,
+    { ...target, n },
+    { ...OPTIONS, ...(n === 'cb' ? { removeOnComplete: true } : {}), jobId: operatorCheckJobId(target.paymentIntent, target.attempt, n), delay: Math.max(0, delayMs) },
+  );
+}
+
 export async function scheduleFollowUps(queue: TypedQueue<'intents'>, pi: Target, followUps: FollowUp[], now: number): Promise<void> {
   for (const followUp of followUps) {
     if (followUp.kind === 'expire') {
@@ -58,6 +72,11 @@ export async function scheduleFollowUps(queue: TypedQueue<'intents'>, pi: Target
       continue;
     }
     const attempt = pi.attempt ?? 0;
+    if (followUp.kind === 'check') {
+      // Live mode: the attempt's first look at its operator (processors/operator-check.ts).
+      await scheduleCheck(queue, { paymentIntent: pi._id, attempt, project: pi.project, livemode: pi.livemode }, 0, followUp.delayMs);
+      continue;
+    }
     await queue.add(
       JOBS.operatorOutcome,
       { paymentIntent: pi._id, project: pi.project, livemode: pi.livemode, attempt, step: followUp.step },

@@ -40,7 +40,9 @@
 import type { Db } from 'mongodb';
 import type { Redis } from 'ioredis';
 import type { LiveOperatorsConfig } from '../../common/config.js';
-import type { DeclineCode } from '../../common/lifecycle.js';
+import type { DeclineCode, OperatorAnswer } from '../../common/lifecycle.js';
+import { OperatorUnavailableError } from '../../common/infra-errors.js';
+import { recordOperatorCall } from '../../common/operator-status.js';
 import { mtnMomoConnector } from './mtn-momo.js';
 import { mpesaConnector } from './mpesa.js';
 import { waveConnector } from './wave.js';
@@ -59,10 +61,8 @@ export interface PaymentAttemptRequest {
   callbackUrl: string;
 }
 
-export type OperatorResult =
-  | { kind: 'succeeded'; operatorReference?: string }
-  | { kind: 'declined'; code: DeclineCode; operatorCode?: string }
-  | { kind: 'pending' };
+/** The operator's answer about an attempt: what decides a live intent (common/lifecycle.ts). */
+export type OperatorResult = OperatorAnswer;
 
 export interface PaymentRequested {
   operatorReference?: string;
@@ -142,8 +142,31 @@ export function liveConnectors(config: { liveOperators: LiveOperatorsConfig }, d
   const { mtnMomo, mpesa, wave, timeoutMs } = config.liveOperators;
   const shared = { ...deps, now: deps.now ?? Date.now, timeoutMs };
   const connectors = new Map<string, OperatorConnector>();
-  if (mtnMomo) connectors.set('mtn_momo', mtnMomoConnector(mtnMomo, shared));
-  if (mpesa) connectors.set('mpesa', mpesaConnector(mpesa, shared));
-  if (wave) connectors.set('wave', waveConnector(wave, shared));
+  if (mtnMomo) connectors.set('mtn_momo', recordingHealth('mtn_momo', mtnMomoConnector(mtnMomo, shared), shared));
+  if (mpesa) connectors.set('mpesa', recordingHealth('mpesa', mpesaConnector(mpesa, shared), shared));
+  if (wave) connectors.set('wave', recordingHealth('wave', waveConnector(wave, shared), shared));
   return connectors;
+}
+
+/**
+ * Counts each call's fate for `GET /v1/operators`' `degraded` (common/operator-status.ts):
+ * answered, or no answer (`OperatorUnavailableError`). Counts only, best effort.
+ */
+function recordingHealth(operator: string, connector: OperatorConnector, deps: ConnectorDeps & { now: () => number }): OperatorConnector {
+  const counted = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
+    try {
+      const result = await call(...args);
+      void recordOperatorCall(deps.redis, deps.prefix, operator, true, deps.now());
+      return result;
+    } catch (err) {
+      void recordOperatorCall(deps.redis, deps.prefix, operator, !(err instanceof OperatorUnavailableError), deps.now());
+      throw err;
+    }
+  };
+  return {
+    requestPayment: counted((request) => connector.requestPayment(request)),
+    outcome: counted((attemptId, reference) => connector.outcome(attemptId, reference)),
+    refund: counted((request) => connector.refund(request)),
+    refundOutcome: counted((refundId, reference) => connector.refundOutcome(refundId, reference)),
+  };
 }

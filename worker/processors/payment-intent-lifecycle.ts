@@ -17,9 +17,10 @@ import type {
 } from '../../common/jobs.js';
 import type { Logger } from '../../common/logger.js';
 import { returnUrlFor } from '../../common/return-url.js';
-import { decideCancel, decideConfirm, decideExpiry, decideOutcome, decideUpdate, type DecideContext, type Decision } from '../lifecycle/decide.js';
+import { decideCancel, decideConfirm, decideExpiry, decideOutcome, decideUpdate, liveRedirectOperator, type DecideContext, type Decision } from '../lifecycle/decide.js';
 import { transition, type Mutation, type TransitionDeps, type TransitionResult } from '../lifecycle/transition.js';
-import { operatorCallbackUrl, type OperatorConnectors } from '../operators/connector.js';
+import { operatorCallbackUrl, OperatorRequestError, type OperatorConnectors } from '../operators/connector.js';
+import { findByIdInScope } from '../../common/mongo.js';
 import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import type { SimulatorConfig } from '../../common/config.js';
@@ -30,17 +31,20 @@ export interface LifecycleDeps extends TransitionDeps, MutationDeps {
   confirmFailureLimit: number;
   connectors: OperatorConnectors;
   logger: Logger;
+  /** `PUBLIC_BASE_URL`: where live operators send their callbacks and payers back. */
+  publicBaseUrl?: string | null;
 }
 
 type RequestData = ConfirmPaymentIntentData | CancelPaymentIntentData | UpdatePaymentIntentData;
 
-function contextOf(deps: LifecycleDeps, baseUrl: string): DecideContext {
+export function contextOf(deps: LifecycleDeps, baseUrl: string, liveRedirect?: DecideContext['liveRedirect']): DecideContext {
   return {
     now: Math.floor(deps.now() / 1000),
     simulator: deps.simulator,
     baseUrl,
     token: () => randomBase62(32),
     liveOperators: new Set(deps.connectors.keys()),
+    ...(liveRedirect ? { liveRedirect } : {}),
   };
 }
 
@@ -63,7 +67,7 @@ async function request(
   deps: LifecycleDeps,
   job: Job<RequestData>,
   decide: (doc: PaymentIntentDoc, ctx: DecideContext) => Decision,
-  afterApplied?: (result: Extract<TransitionResult, { kind: 'applied' }>) => Promise<void>,
+  liveRedirect?: DecideContext['liveRedirect'],
 ): Promise<CreateJobResult> {
   const data = job.data;
   const { id, expiresAt } = mutationId(data);
@@ -78,9 +82,8 @@ async function request(
     baseUrl: data.baseUrl,
   };
   return runMutation(deps, String(job.id), data, async () => {
-    const ctx = contextOf(deps, data.baseUrl);
+    const ctx = contextOf(deps, data.baseUrl, liveRedirect);
     const result = await transition(deps, mutation, (doc) => decide(doc, ctx));
-    if (result.kind === 'applied') await afterApplied?.(result);
     return answerOf(result, data);
   });
 }
@@ -112,24 +115,48 @@ export async function confirmPaymentIntent(deps: LifecycleDeps, job: Job<Confirm
     if (!secret) throw new UnrecoverableError(`confirm ${job.data.id}: its phone number is gone, and it was never applied`);
     return decideConfirm(doc, { ...job.data.input, phone_number: secret.phone_number, otp: secret.otp }, ctx);
   };
-  const answered = await request(deps, job, decide, async (result) => {
-    // Live mode: the operator is asked through its connector once the attempt is recorded.
-    const payment = result.doc.payment;
-    if (!result.doc.livemode || result.doc.status !== 'requires_action' || !payment?.phone_number) return;
-    const connector = deps.connectors.get(payment.operator);
-    await connector?.requestPayment({
-      attemptId: `${result.doc._id}:${result.record.at}`,
-      paymentIntent: result.doc._id,
-      amount: result.doc.amount,
-      currency: result.doc.currency,
-      phoneNumber: payment.phone_number,
-      // The operator sends the payer back as our test checkout page does: with the intent's id and client secret.
-      returnUrl: payment.return_url ? returnUrlFor(payment.return_url, { id: result.doc._id, clientSecret: result.doc.client_secret }) : null,
-      callbackUrl: operatorCallbackUrl(job.data.baseUrl, payment.operator, 'callback'),
-    });
-  });
+  // Live mode's push operators are asked by the attempt's first check, once the
+  // attempt is recorded (processors/operator-check.ts); a redirect operator's checkout
+  // is asked for here, since its link is the confirm's answer.
+  const liveRedirect = secret ? await askLiveRedirect(deps, job.data, secret.phone_number) : null;
+  const answered = await request(deps, job, decide, liveRedirect);
   if (secret) await inputs.deleteOne({ _id: secret._id });
   return answered;
+}
+
+/**
+ * Live mode, redirect flow (Wave): the operator's checkout for the attempt this
+ * confirm would start, asked for before the decision. The session is idempotent on
+ * the attempt id, so a retried job gets the same one; one left unused (the
+ * transition was refused after all) expires at the operator with nothing paid.
+ * Null when the confirm would not start a live redirect attempt.
+ */
+async function askLiveRedirect(deps: LifecycleDeps, data: ConfirmPaymentIntentData, phone: string): Promise<DecideContext['liveRedirect']> {
+  if (!data.livemode) return null;
+  const doc = await findByIdInScope(deps.collections.paymentIntents, data.target, data, { projection: { history: 0, created_event: 0 } });
+  if (!doc || doc.status !== 'new' || (doc.failures ?? 0) >= deps.confirmFailureLimit) return null;
+  const operator = liveRedirectOperator(doc, { ...data.input, phone_number: phone, otp: null });
+  const connector = operator === null ? undefined : deps.connectors.get(operator);
+  if (operator === null || !connector) return null;
+  const attempt = (doc.attempt ?? 0) + 1;
+  const returnUrl = data.input.return_url ? returnUrlFor(data.input.return_url, { id: doc._id, clientSecret: doc.client_secret }) : null;
+  try {
+    const asked = await connector.requestPayment({
+      attemptId: `${doc._id}:${attempt}`,
+      paymentIntent: doc._id,
+      amount: doc.amount,
+      currency: doc.currency,
+      phoneNumber: phone,
+      returnUrl,
+      callbackUrl: operatorCallbackUrl(deps.publicBaseUrl ?? '', operator, 'return'),
+    });
+    if (!asked.redirectUrl) throw new Error(`${operator} gave no checkout link for attempt ${attempt} of ${doc._id}`);
+    return { attempt, url: asked.redirectUrl, ...(asked.operatorReference ? { operatorReference: asked.operatorReference } : {}) };
+  } catch (err) {
+    if (!(err instanceof OperatorRequestError)) throw err;
+    deps.logger.warn({ payment_intent: doc._id, attempt, operator, status: err.status, operator_code: err.operatorCode }, 'operator refused a checkout');
+    return { attempt, refused: err.declineCode ?? 'generic_decline' };
+  }
 }
 
 export function cancelPaymentIntent(deps: LifecycleDeps, job: Job<CancelPaymentIntentData>): Promise<CreateJobResult> {

@@ -6,7 +6,10 @@
  *
  * - an attempt in flight (`requires_action`, `processing`): the delayed jobs its
  *   last transition scheduled (the history entry's `fu`), and its expiry;
- * - an intent in `new` whose `expires_at` has passed: its expiry, now.
+ * - an intent in `new` whose `expires_at` has passed: its expiry, now;
+ * - a live attempt whose next check (`payment.next_check_at`) is due: that check,
+ *   under its job id (processors/operator-check.ts), so a Redis that lost it strands
+ *   no attempt. The first check is the confirm's delayed job, above.
  *
  * A job that still exists is not added twice (BullMQ ignores a known id); one that
  * already ran is a no-op when it runs again, since every decision re-checks the
@@ -15,7 +18,7 @@
  */
 import type { TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
-import { scheduleExpiry, scheduleFollowUps } from '../lifecycle/follow-ups.js';
+import { scheduleCheck, scheduleExpiry, scheduleFollowUps } from '../lifecycle/follow-ups.js';
 
 const BATCH = 1000;
 
@@ -27,7 +30,7 @@ export async function sweepIntents(
   const docs = await deps.collections.paymentIntents
     .find(
       { $or: [{ status: { $in: ['requires_action', 'processing'] } }, { status: 'new', expires_at: { $lte: now } }] },
-      { projection: { _id: 1, project: 1, livemode: 1, status: 1, attempt: 1, expires_at: 1, history: 1 } },
+      { projection: { _id: 1, project: 1, livemode: 1, status: 1, attempt: 1, expires_at: 1, history: 1, 'payment.next_check_at': 1, 'payment.checks': 1 } },
     )
     .limit(BATCH)
     .toArray();
@@ -36,6 +39,10 @@ export async function sweepIntents(
     const last = doc.history?.at(-1);
     if (doc.status !== 'new' && last && last.at === (doc.attempt ?? 0) && last.fu.length > 0) {
       await scheduleFollowUps(deps.intentsQueue, { ...doc, attempt: last.at }, last.fu, nowMs);
+    }
+    const due = doc.payment?.next_check_at;
+    if (doc.livemode && doc.status !== 'new' && typeof due === 'number' && due <= nowMs && doc.payment?.checks !== undefined) {
+      await scheduleCheck(deps.intentsQueue, { paymentIntent: doc._id, attempt: doc.attempt ?? 0, project: doc.project, livemode: true }, doc.payment.checks, 0);
     }
   }
   return { intents: docs.length };

@@ -16,7 +16,7 @@ import { JOBS, type ProcessRefundData, type TypedQueue } from '../../common/jobs
 import { findByIdInScope } from '../../common/mongo.js';
 import type { Logger } from '../../common/logger.js';
 import type { SimulatorConfig } from '../../common/config.js';
-import type { OperatorConnector, OperatorConnectors, RefundResult } from '../operators/connector.js';
+import { operatorCallbackUrl, type OperatorConnector, type OperatorConnectors, type RefundResult } from '../operators/connector.js';
 import { refundSimulator } from '../operators/simulator.js';
 import { withRecordLock } from '../record-lock.js';
 import { settleRefund, type LedgerDeps } from './ledger.js';
@@ -84,12 +84,13 @@ export async function processRefund(deps: ProcessDeps, data: ProcessRefundData):
       refundId: refund._id,
       paymentIntent: intent._id,
       attemptId: `${intent._id}:${intent.attempt ?? 0}`,
-      paymentReference: null,
+      paymentReference: intent.payment?.operator_transaction ?? null,
       amount: refund.amount,
       currency: refund.currency,
       // The full number is not kept once the payment ends; test mode's simulator reads the masked one's last digits.
       phoneNumber: refund.livemode ? null : (intent.payment?.phone_masked ?? null),
-      callbackUrl: `${deps.publicBaseUrl ?? ''}/operators/${refund.operator}/refunds`,
+      // M-Pesa's reversal answers at its ResultURL; MTN calls back where its payments do (polling reads both).
+      callbackUrl: operatorCallbackUrl(deps.publicBaseUrl ?? '', refund.operator, refund.operator === 'mpesa' ? 'result' : 'callback'),
       reason: refund.reason,
     });
   } else {

@@ -214,7 +214,71 @@ test('live mode without a connector is refused and changes nothing', (t) => {
   refusedWith(t, decideConfirm(intent({ livemode: true }), confirm('+2250700000000'), ctx), 'operator_not_configured');
   const withConnector = applied(t, decideConfirm(intent({ livemode: true }), confirm('+2250700000005'), { ...ctx, liveOperators: new Set(['mtn_momo']) }));
   t.is(withConnector.set.status, 'requires_action', 'no magic numbers in live mode');
-  t.deepEqual(withConnector.followUps, [], 'the connector answers, not the simulator');
+  t.deepEqual(withConnector.followUps, [{ kind: 'check', delayMs: 0 }], 'the connector is asked, the simulator schedules nothing');
+});
+
+// Security review M3: in live mode only a connector's result decides an attempt.
+const LIVE = { ...ctx, liveOperators: new Set(['mtn_momo', 'mpesa', 'wave', 'orange_money']) };
+const liveAttempt = (phone: string, over: Partial<PaymentIntentDoc> = {}) =>
+  intent({
+    livemode: true,
+    status: 'requires_action',
+    attempt: 1,
+    payment: { operator: 'mtn_momo', phone_number: phone, phone_masked: maskPhone(phone), return_url: null, checkout_token: null, requested: true, operator_reference: 'ref-1' },
+    ...over,
+  });
+
+test('live: an outcome without the operator\'s result changes nothing, whatever the number and the step', (t) => {
+  for (const suffix of ['000', ...Object.keys(MAGIC_SUFFIXES)]) {
+    const phone = `+2250700000${suffix}`;
+    for (const doc of [liveAttempt(phone), liveAttempt(phone, { status: 'processing' })]) {
+      for (const step of ['payer', 'settle'] as const) {
+        for (const action of [undefined, 'pay', 'decline', 'cancel'] as const) {
+          const d = decideOutcome(doc, { paymentIntent: doc._id, project: 'p', livemode: true, attempt: 1, step, ...(action ? { action } : {}) }, LIVE);
+          t.is(d.kind, 'skip', `${suffix} ${doc.status} ${step} ${action ?? ''}`);
+        }
+      }
+    }
+  }
+});
+
+test('live: the operator\'s result alone decides (succeeded keeps its reference; declined its code; pending nothing)', (t) => {
+  const doc = liveAttempt('+2250700000002');
+  const base = { paymentIntent: doc._id, project: 'p', livemode: true, attempt: 1, step: 'settle' as const };
+  const ok = applied(t, decideOutcome(doc, { ...base, result: { kind: 'succeeded', operatorReference: 'FT-9' } }, LIVE));
+  t.is(ok.set.status, 'succeeded', 'a test-mode decline number pays when the operator says so');
+  t.is(ok.set.payment?.operator_transaction, 'FT-9');
+  t.is(ok.set.payment?.phone_number, null);
+  const no = applied(t, decideOutcome(liveAttempt('+2250700000000'), { ...base, result: { kind: 'declined', code: 'insufficient_funds', operatorCode: 'NOT_ENOUGH_FUNDS' } }, LIVE));
+  t.is(no.set.status, 'new');
+  t.is(no.set.last_payment_error?.operator_decline_code, 'insufficient_funds');
+  t.is(decideOutcome(doc, { ...base, result: { kind: 'pending' } }, LIVE).kind, 'skip');
+  t.is(decideOutcome(liveAttempt('+2250700000000', { status: 'canceled' }), { ...base, result: { kind: 'succeeded' } }, LIVE).kind, 'skip', 'late');
+  t.is(decideOutcome(liveAttempt('+2250700000000', { attempt: 2 }), { ...base, result: { kind: 'succeeded' } }, LIVE).kind, 'skip', 'another attempt');
+});
+
+test('live confirm: no magic number, no test OTP, no simulated step; a redirect needs the operator\'s checkout', (t) => {
+  for (const suffix of Object.keys(MAGIC_SUFFIXES)) {
+    const d = applied(t, decideConfirm(intent({ livemode: true }), confirm(`+2250700000${suffix}`), LIVE));
+    t.is(d.set.status, 'requires_action', suffix);
+    t.deepEqual(d.followUps, [{ kind: 'check', delayMs: 0 }], suffix);
+  }
+  // Orange Money: the test code 123456 is never accepted in live mode.
+  const orange = decideConfirm(intent({ livemode: true }), confirm('+2250700000000', { operator: 'orange_money', otp: '123456' }), LIVE);
+  t.false(orange.kind === 'apply' && orange.set.status === 'processing');
+  t.is(orange.kind, 'refuse');
+  const waiting = intent({ livemode: true, status: 'requires_action', attempt: 1, payment: { operator: 'orange_money', phone_number: '+2250700000000', phone_masked: '', return_url: null, checkout_token: null } });
+  t.is(decideConfirm(waiting, confirm('+2250700000000', { operator: 'orange_money', otp: '123456' }), LIVE).kind, 'refuse');
+  // Wave: the operator's link, never the test checkout page; without it, no decision.
+  const wave = confirm('+2250700000000', { operator: 'wave' });
+  t.throws(() => decideConfirm(intent({ livemode: true }), wave, LIVE));
+  const redirected = applied(t, decideConfirm(intent({ livemode: true }), wave, { ...LIVE, liveRedirect: { attempt: 1, url: 'https://pay.wave.example/c/cos-1', operatorReference: 'cos-1' } }));
+  t.like(redirected.set.next_action, { type: 'redirect_to_url', redirect_to_url: { url: 'https://pay.wave.example/c/cos-1' } });
+  t.is(redirected.set.payment?.operator_reference, 'cos-1');
+  t.is(redirected.set.payment?.checkout_token, null);
+  const refused = applied(t, decideConfirm(intent({ livemode: true }), wave, { ...LIVE, liveRedirect: { attempt: 1, refused: 'payer_not_found' } }));
+  t.is(refused.answer, 'declined');
+  t.is(refused.set.last_payment_error?.operator_decline_code, 'payer_not_found');
 });
 
 test('expiry: from new or requires_action at expires_at; processing resolves first; a moved expires_at is not this job\'s', (t) => {

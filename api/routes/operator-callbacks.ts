@@ -1,0 +1,111 @@
+/**
+ * Live operators' callbacks (DESIGN.md section 12; docs/payments.md, "Live
+ * operators"). No API key: the operators call them. A callback carries no
+ * authority: it only says "look again". A route records what a genuine M-Pesa
+ * callback proves (common/operator-callbacks.ts) and enqueues a check of the attempt
+ * it names (`payment_intent.operator_check.v1`, n `cb`, one job id per attempt, so
+ * repeats that arrive together are one check); the worker asks the operator and
+ * applies only that answer (worker/processors/operator-check.ts).
+ *
+ * - `PUT|POST /operators/mtn_momo/callback`: MTN's, unsigned; its `externalId` names
+ *   the attempt. A refund's callback enqueues nothing: its polls read it.
+ * - `POST /operators/mpesa/callback?attempt=…&t=…`: Daraja's STK callback, unsigned;
+ *   the token in the URL we gave proves that Safaricom saw it.
+ * - `POST /operators/mpesa/result?refund=…&t=…`: the reversal's `Result` (its
+ *   ResultURL and QueueTimeOutURL), recorded for the refund's polls.
+ * - `POST /operators/wave/webhook`: applied only when `Wave-Signature` verifies
+ *   (401 otherwise, without detail).
+ * - `GET /operators/wave/return`: where Wave sends a payer back when the merchant
+ *   gave no `return_url`.
+ *
+ * Unknown, late, repeated and forged callbacks change nothing, and get the answer a
+ * genuine one gets, as fast: whether a reference exists is never read here.
+ */
+import Router from '@koa/router';
+import getRawBody from 'raw-body';
+import { JOBS, operatorCheckJobId, parseAttemptId } from '../../common/jobs.js';
+import { parseWaveWebhook, recordReversalResult, recordStkCallback, verifyWaveSignature } from '../../common/operator-callbacks.js';
+import type { AppDeps, Ctx, State } from '../context.js';
+import { BODY_LIMIT } from '../middleware/body.js';
+import { sendJson } from '../respond.js';
+
+const MPESA_ACCEPTED = JSON.stringify({ ResultCode: 0, ResultDesc: 'Accepted' });
+
+async function rawBody(ctx: Ctx): Promise<string | null> {
+  try {
+    return await getRawBody(ctx.req, { limit: BODY_LIMIT, encoding: 'utf8' });
+  } catch {
+    return null;
+  }
+}
+
+function json(text: string | null): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
+  const router = new Router<State>();
+  const live = deps.config.liveOperators;
+
+  /** "Look again" at the attempt that `attemptId` names, if it is shaped as one of ours. */
+  async function lookAgain(attemptId: unknown): Promise<void> {
+    const attempt = parseAttemptId(attemptId);
+    if (!attempt) return;
+    await deps.queues.intents.add(
+      JOBS.operatorCheck,
+      { ...attempt, n: 'cb' },
+      { jobId: operatorCheckJobId(attempt.paymentIntent, attempt.attempt, 'cb'), attempts: 1000, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: { age: 7 * 24 * 3600 } },
+    );
+  }
+
+  const mtn = async (ctx: Ctx) => {
+    const body = json(await rawBody(ctx));
+    if (live.mtnMomo && body !== null && typeof body === 'object') await lookAgain((body as Record<string, unknown>).externalId);
+    sendJson(ctx, '{}');
+  };
+  router.put('/operators/mtn_momo/callback', mtn);
+  router.post('/operators/mtn_momo/callback', mtn);
+
+  router.post('/operators/mpesa/callback', async (ctx) => {
+    const body = json(await rawBody(ctx));
+    if (live.mpesa) {
+      const query = { attempt: ctx.query.attempt as string | undefined, t: ctx.query.t as string | undefined };
+      const recorded = await recordStkCallback(deps.mongo.db, live.mpesa, query, body, deps.now());
+      if (recorded) await lookAgain(recorded.attemptId);
+    }
+    sendJson(ctx, MPESA_ACCEPTED);
+  });
+
+  router.post('/operators/mpesa/result', async (ctx) => {
+    const body = json(await rawBody(ctx));
+    // A QueueTimeOutURL notice has no `Result`: nothing is recorded, the refund's polls go on.
+    if (live.mpesa) {
+      await recordReversalResult(deps.mongo.db, live.mpesa, { refund: ctx.query.refund as string | undefined, t: ctx.query.t as string | undefined }, body, deps.now());
+    }
+    sendJson(ctx, MPESA_ACCEPTED);
+  });
+
+  router.post('/operators/wave/webhook', async (ctx) => {
+    const raw = await rawBody(ctx);
+    const signature = ctx.get('Wave-Signature') || undefined;
+    if (!live.wave || raw === null || verifyWaveSignature(live.wave.webhookSecret, signature, raw, deps.now()) !== 'ok') {
+      sendJson(ctx, JSON.stringify({ error: { type: 'invalid_request_error', message: 'The webhook signature could not be verified.' } }), 401);
+      return;
+    }
+    const webhook = parseWaveWebhook(json(raw));
+    if (webhook) await lookAgain(webhook.attemptId);
+    sendJson(ctx, '{}');
+  });
+
+  router.get('/operators/wave/return', (ctx) => {
+    ctx.type = 'text/plain; charset=utf-8';
+    ctx.body = 'Your Wave payment is being processed. You can close this page.\n';
+  });
+
+  return router;
+}
