@@ -17,7 +17,7 @@ import type { GroupResult } from '../report.js';
 import { reportLogs, startService } from '../service.js';
 import { settings, wanted, type ScenarioId } from '../settings.js';
 
-const PHONE = '+2250700000000';
+const PHONE = '+2250500000000';
 
 function percentile(sorted: number[], p: number): number | null {
   if (sorted.length === 0) return null;

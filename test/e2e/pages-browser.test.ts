@@ -162,7 +162,7 @@ browserTest('the queue dashboard loads with no failed request and no font from a
   t.false(/fonts\.(googleapis|gstatic)\.com/.test(html), 'the served HTML links no public font service');
   await w.page.getByText('writes', { exact: true }).first().waitFor({ timeout: 30_000 });
   await settled(w);
-  await w.page.goto(`${service.baseUrl}/admin/queues/queue/creates`);
+  await w.page.goto(`${service.baseUrl}/admin/queues/queue/writes`);
   await w.page.getByText('writes', { exact: true }).first().waitFor({ timeout: 30_000 });
   await settled(w);
   await screenshot(w.page, 'dashboard-local-fonts.png');

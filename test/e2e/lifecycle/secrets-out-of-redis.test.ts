@@ -85,7 +85,7 @@ test.serial('the dashboard masks phone numbers, codes and secrets in job data, e
   const auth = `Basic ${Buffer.from(`admin:${service.adminToken}`).toString('base64')}`;
   const seen: string[] = [];
   for (const status of ['failed', 'waiting', 'completed', 'active']) {
-    const res = await fetch(`${service.baseUrl}/admin/queues/api/queues?activeQueue=creates&status=${status}&page=1&jobsPerPage=10`, { headers: { Authorization: auth } });
+    const res = await fetch(`${service.baseUrl}/admin/queues/api/queues?activeQueue=writes&status=${status}&page=1&jobsPerPage=10`, { headers: { Authorization: auth } });
     t.is(res.status, 200);
     seen.push(await res.text());
   }

@@ -24,7 +24,7 @@ function withoutRequestId(res: ApiResponse): unknown {
   return rest;
 }
 
-const paths = ['/admin/queues', '/admin/queues/', '/admin/queues/queue/creates', '/admin/queues/api/queues', '/admin/queues/static/favicon-32x32.png'];
+const paths = ['/admin/queues', '/admin/queues/', '/admin/queues/queue/writes', '/admin/queues/api/queues', '/admin/queues/static/favicon-32x32.png'];
 
 test('every dashboard path asks for Basic credentials with 401 and a challenge', async (t) => {
   for (const path of paths) {
@@ -34,7 +34,7 @@ test('every dashboard path asks for Basic credentials with 401 and a challenge',
     t.is(res.body.error.code, 'api_key_missing', path);
     t.is(res.body.error.request_id, res.headers.get('request-id'), path);
   }
-  const put = await service.request('PUT', '/admin/queues/api/queues/creates/pause');
+  const put = await service.request('PUT', '/admin/queues/api/queues/writes/pause');
   t.is(put.status, 401);
 });
 

@@ -76,14 +76,14 @@ browserTest('an operator logs in and sees the writes queue with its completed jo
   const overview = await page.locator('body').innerText();
   for (const queue of ['writes', 'events', 'webhooks', 'maintenance']) t.true(overview.includes(queue), `queue ${queue} listed`);
 
-  await page.goto(`${service.baseUrl}/admin/queues/queue/creates?status=completed`);
+  await page.goto(`${service.baseUrl}/admin/queues/queue/writes?status=completed`);
   await page.getByText(createdIds[0] as string).first().waitFor({ timeout: 15_000 });
   const jobs = await page.locator('body').innerText();
   for (const id of createdIds) t.true(jobs.includes(id), `completed job ${id} shown`);
   t.true(jobs.includes('payment_intent.create.v1'));
 
   mkdirSync(artifacts, { recursive: true });
-  const file = path.join(artifacts, 'dashboard-creates-completed.png');
+  const file = path.join(artifacts, 'dashboard-writes-completed.png');
   await page.screenshot({ path: file, fullPage: true });
   t.true(existsSync(file));
   t.log(`screenshot: ${path.relative(root, file)}`);
@@ -104,12 +104,12 @@ browserTest("the dashboard's JSON API carries no secret in job data or return va
   for (const secret of secrets) t.false(text.includes(secret), `secret ${secret.slice(0, 8)}… is not shown`);
   t.notRegex(text, /sk_(test|live)_|whsec_|_secret_/);
 
-  const body = JSON.parse(pages.get('creates/completed') as string) as {
+  const body = JSON.parse(pages.get('writes/completed') as string) as {
     queues: Array<{ name: string; jobs: Array<{ id: string; name: string; data: Record<string, unknown>; returnValue: unknown }> }>;
   };
-  const creates = body.queues.find((q) => q.name === 'writes');
-  t.truthy(creates);
-  const jobs = creates?.jobs ?? [];
+  const writes = body.queues.find((q) => q.name === 'writes');
+  t.truthy(writes);
+  const jobs = writes?.jobs ?? [];
   for (const id of createdIds) {
     const job = jobs.find((j) => j.id === id);
     t.truthy(job, `job ${id} listed`);

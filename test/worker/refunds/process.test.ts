@@ -102,7 +102,7 @@ test('a pending answer keeps the operator reference and schedules the next poll;
   t.is(c.asked.refunds.length, 1);
   t.like(c.asked.refunds[0], {
     refundId: w.refundId, paymentIntent: w.id, attemptId: `${w.id}:2`, amount: 1200, currency: 'xof', phoneNumber: null,
-    callbackUrl: 'https://pay.example/operators/mtn_momo/refunds', reason: null,
+    callbackUrl: 'https://pay.example/operators/mtn_momo/callback', reason: null,
   });
   let now = await w.stored();
   t.like(now.refund, { status: 'pending', requested: true, operator_reference: 'MTN-REF-1', polls: 1 });
