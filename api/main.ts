@@ -16,7 +16,7 @@ import { openQueues, revocationsChannel } from '../common/jobs.js';
 import { createLogger, logQueueErrors } from '../common/logger.js';
 import { connect, ensureIndexes, openMongo, untilDone } from '../common/mongo.js';
 import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
-import { createRegistry, httpMetrics, queueDepthMetric } from '../common/metrics.js';
+import { createRegistry, httpMetrics, mongoCommandMetrics, queueDepthMetric } from '../common/metrics.js';
 import { createRedis } from '../common/redis.js';
 import { CreateAdmission } from './admission.js';
 import { createApp } from './app.js';
@@ -28,7 +28,7 @@ import { ResultWaiter } from './result-waiter.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'api');
-  const mongo = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-api');
+  const mongo = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-api', undefined, { monitorCommands: true });
   // /readyz asks whether MongoDB answers, on a connection of its own: through the
   // request pool its ping would wait behind every slow query and time out the probe
   // of a process that is working.
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
   const registry = createRegistry('api');
   const http = httpMetrics(registry);
   queueDepthMetric(registry, queueList);
+  mongoCommandMetrics(registry, mongo.client);
   const deps: AppDeps = {
     config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,
     started: () => started, admission,

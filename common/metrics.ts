@@ -4,6 +4,7 @@
  * (route templates, job names, queue states), never ids or user input.
  */
 import type { Job, Queue } from 'bullmq';
+import type { CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent, MongoClient } from 'mongodb';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Seconds; from a cached read (~1 ms) to a create that waited for its job. */
@@ -156,4 +157,42 @@ export function firstAttemptMetric(registry: Registry, counts: Readonly<Record<s
       }
     },
   });
+}
+
+/** Commands whose first field names the collection (the others: `getMore` names it in `collection`). */
+const COLLECTION_FIELD: Record<string, string> = { getMore: 'collection' };
+
+/**
+ * `mongodb_commands_total{command, collection}` and
+ * `mongodb_command_seconds_total{command, collection}`: every command the process's
+ * driver sent, from the driver's command monitoring (`monitorCommands`, set by
+ * common/mongo.ts `openMongo`), and the time until its answer. Where the store's time
+ * goes, per command and collection: how a payment's cost was accounted
+ * (docs/performance.md). Labels are command names and collection names, both bounded.
+ */
+export function mongoCommandMetrics(registry: Registry, client: MongoClient): void {
+  const labelNames = ['command', 'collection'] as const;
+  const count = new Counter({ name: 'mongodb_commands_total', help: 'MongoDB commands sent, by command and collection.', labelNames, registers: [registry] });
+  const seconds = new Counter({
+    name: 'mongodb_command_seconds_total',
+    help: 'Time from sending a MongoDB command to its answer, summed, by command and collection.',
+    labelNames,
+    registers: [registry],
+  });
+  // What each command in flight is about: its answer does not repeat the collection.
+  const inFlight = new Map<number, string>();
+  client.on('commandStarted', (event: CommandStartedEvent) => {
+    const field = COLLECTION_FIELD[event.commandName] ?? event.commandName;
+    const target = event.command[field];
+    inFlight.set(event.requestId, typeof target === 'string' ? target : '');
+  });
+  const done = (event: CommandSucceededEvent | CommandFailedEvent) => {
+    const collection = inFlight.get(event.requestId) ?? '';
+    inFlight.delete(event.requestId);
+    const labels = { command: event.commandName, collection };
+    count.inc(labels);
+    seconds.inc(labels, event.duration / 1000);
+  };
+  client.on('commandSucceeded', done);
+  client.on('commandFailed', done);
 }

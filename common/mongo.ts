@@ -1,7 +1,7 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, ConfirmInputDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, ConfirmInputDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
@@ -13,7 +13,6 @@ export interface Collections {
   idempotencyRecords: Collection<IdempotencyRecordDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
   confirmInputs: Collection<ConfirmInputDoc>;
-  intentMutations: Collection<MutationDoc>;
   refunds: Collection<RefundDoc>;
 }
 
@@ -57,7 +56,6 @@ export function collections(db: Db): Collections {
     idempotencyRecords: db.collection<IdempotencyRecordDoc>('idempotency_records'),
     idempotencyKeys: db.collection<IdempotencyKeyDoc>('idempotency_keys'),
     confirmInputs: db.collection<ConfirmInputDoc>('confirm_inputs'),
-    intentMutations: db.collection<MutationDoc>('intent_mutations'),
     refunds: db.collection<RefundDoc>('refunds'),
   };
 }
@@ -67,9 +65,11 @@ export function collections(db: Db): Collections {
  * first operation, and reconnects by itself after a restart of the server. For a
  * process that must start (listen, answer its health checks) before MongoDB answers.
  */
-export function openMongo(url: string, dbName: string, appName: string, poolSize = 50): Mongo {
+export function openMongo(url: string, dbName: string, appName: string, poolSize = 50, options: { monitorCommands?: boolean } = {}): Mongo {
   const client = new MongoClient(url, {
     appName,
+    // Command events, for the command metrics (common/metrics.ts): only where they are served.
+    monitorCommands: options.monitorCommands ?? false,
     serverSelectionTimeoutMS: 3000,
     connectTimeoutMS: 3000,
     maxPoolSize: poolSize,

@@ -92,7 +92,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
     backlog: config.workerConcurrency,
     logger,
   });
-  const metrics = await startWorkerMetrics(config, logger, workers, first);
+  const metrics = await startWorkerMetrics(config, logger, workers, first, deps.mongo.client);
   logStarted(logger, config, storeProfile, jobs);
 
   return {
@@ -136,7 +136,7 @@ function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker');
-  const mongo = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-worker');
+  const mongo = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-worker', undefined, { monitorCommands: config.metricsPort > 0 });
   // Before any job: the unique indexes are what makes an insert idempotent on a key.
   // Listing them is a read, so a restart under write load does not queue for nothing.
   let storeProfile: StoreProfile | undefined;

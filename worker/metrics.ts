@@ -2,14 +2,15 @@
  * A worker's metrics: job durations and failures by job name, fed from the Workers'
  * `completed` and `failed` events, plus the default process metrics, served on
  * `METRICS_PORT` (`/metrics`, `/healthz`) by a bare HTTP listener, and the webhook
- * first attempts made in place, which are no jobs. Queue depth is
+ * first attempts made in place, which are no jobs, and the driver's commands. Queue depth is
  * global state in Redis: the api reports it for every queue, so it is not repeated here.
  */
 import { createServer } from 'node:http';
 import type { Worker } from 'bullmq';
 import type { Config } from '../common/config.js';
 import type { Logger } from '../common/logger.js';
-import { createRegistry, firstAttemptMetric, jobMetrics } from '../common/metrics.js';
+import type { MongoClient } from 'mongodb';
+import { createRegistry, firstAttemptMetric, jobMetrics, mongoCommandMetrics } from '../common/metrics.js';
 
 export interface WorkerMetrics {
   close(): Promise<void>;
@@ -24,11 +25,13 @@ export async function startWorkerMetrics(
   logger: Logger,
   workers: Worker[],
   firstAttempts?: { outcomes: Readonly<Record<string, number>> },
+  mongo?: MongoClient,
 ): Promise<WorkerMetrics> {
   if (config.metricsPort <= 0) return { close: async () => undefined };
   const registry = createRegistry('worker');
   const jobs = jobMetrics(registry);
   if (firstAttempts) firstAttemptMetric(registry, firstAttempts.outcomes);
+  if (mongo) mongoCommandMetrics(registry, mongo);
   for (const worker of workers) {
     worker.on('completed', (job) => jobs.observe(worker.name, job, 'completed'));
     worker.on('failed', (job) => {
