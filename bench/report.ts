@@ -111,6 +111,21 @@ function goals(list: ScenarioRow[], extraRows: ExtraRow[], rss: RssReadings): Go
   }
   const s4 = pair('S4', 'S0');
   check('S4 rps >= 50% of S0', s4 ? (s4[0].rps as number) >= 0.5 * (s4[1].rps as number) : null, s4 ? `${s4[0].rps} vs ${s4[1].rps} req/s` : '');
+  // A payment (a refund) end to end, against the creates of the same run.
+  for (const id of ['S6', 'S7'] as const) {
+    const p = pair(id, 'S2-c64');
+    check(
+      `${id} completed a second >= 0.25x S2-c64`,
+      p ? (p[0].rps as number) >= 0.25 * (p[1].rps as number) : null,
+      p ? `${p[0].rps} vs ${p[1].rps} a second (${round((p[0].rps as number) / (p[1].rps as number), 3)}x)` : '',
+    );
+  }
+  const paced = byId.get('S6-steady');
+  check(
+    'S6-steady confirm → succeeded event p99 <= 2000 ms',
+    paced && !paced.skipped ? (paced.p99_ms as number) <= 2000 : null,
+    paced && !paced.skipped ? `${paced.p99_ms} ms` : '',
+  );
   const big = pair('S5-1m', 'S5-10k');
   check(
     'S5 p50 at 1M <= 1.5x p50 at 10k',

@@ -15,7 +15,7 @@ export const RUNS_LOG = path.join(ROOT, 'bench', 'results', 'bench-runs.csv');
 
 /** Every scenario, in the order of the table and the JSON results. */
 export const SCENARIO_IDS = [
-  'S0', 'S1-c16', 'S1-c64', 'S2-c16', 'S2-c64', 'S2-keyed', 'S3-w1', 'S3-w2', 'S3-w4', 'S4', 'S5-10k', 'S5-1m', 'S5-1m-deep', 'S6', 'S7',
+  'S0', 'S1-c16', 'S1-c64', 'S2-c16', 'S2-c64', 'S2-keyed', 'S3-w1', 'S3-w2', 'S3-w4', 'S4', 'S5-10k', 'S5-1m', 'S5-1m-deep', 'S6', 'S6-steady', 'S7',
 ] as const;
 /** One of {@link SCENARIO_IDS}. */
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
@@ -35,8 +35,9 @@ export const BASELINES: Record<ScenarioId, ScenarioId | null> = {
   'S5-10k': null,
   'S5-1m': 'S5-10k',
   'S5-1m-deep': 'S5-1m',
-  S6: null,
-  S7: null,
+  S6: 'S2-c64',
+  'S6-steady': 'S2-c64',
+  S7: 'S2-c64',
 };
 
 /** The project the benchmark's API key is issued for, and its seeded objects belong to. */
@@ -85,7 +86,7 @@ export const settings = {
   mongoUrl: process.env.MONGODB_URL ?? '',
   /** The service's knobs passed on to its processes when set (otherwise its defaults): the group commit ones, to measure what each buys. */
   serviceEnv: Object.fromEntries(
-    ['WORKER_CONCURRENCY', 'CREATE_BATCH_MAX', 'CREATE_BATCH_WAIT_MS']
+    ['WORKER_CONCURRENCY', 'CREATE_BATCH_MAX', 'CREATE_BATCH_WAIT_MS', 'WORKER_WRITES_IN_FLIGHT', 'WORKER_TRANSITION_WRITES_IN_FLIGHT', 'STORE_PROFILE']
       .map((name) => [name, process.env[name]] as const)
       .filter((entry): entry is readonly [string, string] => Boolean(entry[1])),
   ),
@@ -100,6 +101,9 @@ export const settings = {
   seedBatch: envNumber('BENCH_SEED_BATCH', 5000),
   /** S6: how many intents are created, then confirmed once each. */
   s6Intents: envNumber('BENCH_S6_INTENTS', smokeDefault(500, 10)),
+  /** S6-steady: confirms sent a second, and for how long. */
+  s6Rate: envNumber('BENCH_S6_RATE', smokeDefault(100, 10)),
+  s6SteadyS: envNumber('BENCH_S6_STEADY_S', smokeDefault(30, 1)),
   /** S7: how many intents are paid, then refunded once each. */
   s7Refunds: envNumber('BENCH_S7_REFUNDS', smokeDefault(300, 5)),
   selected: selectedScenarios(),
