@@ -58,8 +58,9 @@ export interface PaymentIntentDoc extends IdempotencyFields {
   /**
    * The last mutations applied to the intent (at most HISTORY_KEEP), written in the
    * same update as the transition: a retried job finds its own entry and answers it
-   * again instead of applying anything twice. Small entries: the answer's body and
-   * the event's JSON are in `intent_mutations` (MutationDoc), written before.
+   * again instead of applying anything twice. Small entries, but for the newest: it
+   * keeps the answer's body and the event's JSON until the next transition
+   * (worker/lifecycle/transition.ts).
    */
   history?: MutationEntry[];
   /** Attempts that ended declined or failed: past `CONFIRM_FAILURE_LIMIT`, confirms are refused. */
@@ -169,30 +170,13 @@ export interface PaymentAttempt {
 export interface MutationEntry {
   m: string;
   st: number;
-  /** Only in entries written before the records moved out (MutationDoc). */
+  /** The answer's body, and the event's JSON below: in the newest entry only. */
   res?: string;
   evt: { id: string; type: string; json?: string } | null;
   fu: FollowUp[];
   at: number;
   r?: string;
   x?: number;
-}
-
-/**
- * The large parts of one mutation of a payment intent (security review M1): its
- * answer's body, and its event's JSON until the event's own document is written
- * (then null: an event's JSON is kept once). Keyed by (intent, mutation) and read by
- * `_id` only; swept with the idempotency keys once `expires_at` passed.
- */
-export interface MutationDoc {
-  /** `<intent>:<mutation id>`. */
-  _id: string;
-  project: string;
-  livemode: boolean;
-  res: string;
-  evt_json: string | null;
-  /** Epoch ms. */
-  expires_at: number;
 }
 
 /** One applied mutation of a payment intent, whole (as a transition has it in memory). */

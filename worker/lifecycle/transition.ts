@@ -16,16 +16,19 @@
  *   finishes what it had begun (the event's own document, its dispatch, the delayed
  *   jobs) instead of applying anything twice. Every step after the update is
  *   idempotent.
- * - The intent stays small however often it changes (security review M1): the
- *   answer's body and the event's JSON are written before the update to a document
- *   of their own, keyed by (intent, mutation) (`intent_mutations`, swept with the
- *   idempotency keys), and the event's JSON leaves it once the event's document is
- *   written; the history keeps the last HISTORY_KEEP entries. A retried job far
- *   older than that many later changes of the same intent is not expected.
+ * - The intent stays small however often it changes (security review M1): only the
+ *   newest history entry keeps the answer's body and the event's JSON, which a
+ *   retry of its job needs; the update that adds the next entry compacts it to its
+ *   ids, and that transition records the compacted entry's event too (a no-op when
+ *   its own job did, as it normally has), so no event is lost with its JSON. The
+ *   history keeps the last HISTORY_KEEP entries. A retried job whose entry was
+ *   compacted meanwhile answers the intent as it is now. So a transition costs one
+ *   update of the intent and its event's batched insert, and nothing else in the
+ *   store (docs/decisions/0012-newest-record-on-the-intent.md).
  * - Infrastructure faults are thrown, so BullMQ retries the job.
  */
 import type { Filter } from 'mongodb';
-import type { MutationDoc, MutationEntry, MutationRecord, PaymentIntentDoc } from '../../common/documents.js';
+import type { MutationEntry, MutationRecord, PaymentIntentDoc } from '../../common/documents.js';
 import { errorBody } from '../../common/errors.js';
 import { idTime, type IdGenerator } from '../../common/ids.js';
 import type { Scope, TypedQueue } from '../../common/jobs.js';
@@ -33,7 +36,7 @@ import type { Collections } from '../../common/mongo.js';
 import { findByIdInScope, isDuplicateKey } from '../../common/mongo.js';
 import { buildEventJson, presentPaymentIntent } from '../../common/presenters.js';
 import type { InsertBatcher } from '../group-commit.js';
-import { dispatchEventOnce, type OutboxDeps } from '../webhooks/outbox.js';
+import { recordOutgoing, type OutboxDeps } from '../webhooks/outbox.js';
 import { scopeMayWant } from '../webhooks/subscriptions.js';
 import type { Redis } from 'ioredis';
 import type { Decision } from './decide.js';
@@ -99,13 +102,6 @@ const WITHOUT_HISTORY = { created_event: 0 } as const;
 /** History entries an intent keeps. */
 export const HISTORY_KEEP = 50;
 
-/** How long a mutation's record is kept (a keyed one at least as long as its key). */
-const RECORD_TTL_MS = 48 * 3600_000;
-
-export function mutationDocId(intent: string, mutation: string): string {
-  return `${intent}:${mutation}`;
-}
-
 export async function transition(
   deps: TransitionDeps,
   mutation: Mutation,
@@ -135,7 +131,7 @@ async function decideAndApply(
     const doc = await findByIdInScope(c, mutation.target, mutation, { projection: WITHOUT_HISTORY });
     if (!doc) return { kind: 'missing' };
     const done = doc.history?.find((h) => h.m === mutation.id && (h.x === undefined || h.x > deps.now()));
-    if (done) return { kind: 'applied', record: await wholeRecord(deps, doc, done), doc, again: true };
+    if (done) return { kind: 'applied', record: wholeRecord(doc, done), doc, again: true };
     const decision = decide(doc);
     if (decision.kind === 'refuse') {
       return { kind: 'refused', status: decision.status, body: errorBody(decision.detail, mutation.requestId, mutation.baseUrl) };
@@ -158,20 +154,13 @@ async function decideAndApply(
       ...(mutation.requestedBy ? { r: mutation.requestedBy } : {}),
       ...(mutation.expiresAt ? { x: mutation.expiresAt } : {}),
     };
-    // Entries written before the records moved out lose their large parts too.
-    const history = [...(doc.history ?? []).slice(-(HISTORY_KEEP - 1)), record].map(compact);
+    // The entry before this one loses its large parts in this update: its event must
+    // be recorded first (it is, unless its job died before recording it).
+    const previous = doc.history?.at(-1);
+    if (previous?.evt?.json) await recordedBefore(deps, doc, { id: previous.evt.id, type: previous.evt.type, json: previous.evt.json });
+    const history = [...(doc.history ?? []).slice(-(HISTORY_KEEP - 1)).map(compact), newest(record)];
     // Declines and failures counted: past the limit, confirms are refused.
     const failures = decision.event === 'payment_intent.payment_failed' ? { failures: (doc.failures ?? 0) + 1 } : {};
-    // Before the update: an entry in the history always has its record.
-    const recordDoc: MutationDoc = {
-      _id: mutationDocId(doc._id, mutation.id),
-      project: doc.project,
-      livemode: doc.livemode,
-      res: record.res,
-      evt_json: evt?.json ?? null,
-      expires_at: Math.max(mutation.expiresAt ?? 0, deps.now() + RECORD_TTL_MS),
-    };
-    await retryInfrastructure(() => deps.collections.intentMutations.replaceOne({ _id: recordDoc._id }, recordDoc, { upsert: true }), UPDATE_RETRY);
     const filter = {
       _id: doc._id,
       status: doc.status,
@@ -223,53 +212,69 @@ function answerOf(kind: 'object' | 'declined', after: PaymentIntentDoc, object: 
   };
 }
 
-/** A record as its intent's history keeps it: without the answer's body or the event's JSON. */
+/** An entry once a newer one follows it: without the answer's body or the event's JSON. */
 function compact(record: MutationEntry): MutationEntry {
   const { res: _res, evt, ...rest } = record;
   return { ...rest, evt: evt ? { id: evt.id, type: evt.type } : null };
 }
 
+/** The newest entry as stored: a 200 answer's body is its event's object, not kept twice. */
+function newest(record: MutationRecord): MutationEntry {
+  if (record.st !== 200 || !record.evt) return record;
+  const { res: _res, ...rest } = record;
+  return rest;
+}
+
 /**
- * A history entry with its record's large parts. An entry written before the records
- * moved out has them in itself. A record already swept (a retry two days late) has
- * lost its body: the intent as it is now answers.
+ * A history entry as its job's retry needs it. The newest entry is whole (a 200
+ * answer's body is its event's object). One compacted since (a later transition
+ * applied) has lost its body: the intent as it is now answers, and its event is
+ * recorded already (by the transition that compacted it), so there is nothing left
+ * to record ('').
  */
-async function wholeRecord(deps: TransitionDeps, doc: PaymentIntentDoc, entry: MutationEntry): Promise<MutationRecord> {
-  if (entry.res !== undefined) return { ...entry, res: entry.res, evt: entry.evt ? { ...entry.evt, json: entry.evt.json ?? '' } : null };
-  const stored = await deps.collections.intentMutations.findOne({ _id: mutationDocId(doc._id, entry.m) });
+function wholeRecord(doc: PaymentIntentDoc, entry: MutationEntry): MutationRecord {
+  const json = entry.evt?.json;
   return {
     ...entry,
-    res: stored?.res ?? JSON.stringify(presentPaymentIntent(doc)),
-    // '' once the event's own document holds it: nothing left to record.
-    evt: entry.evt ? { ...entry.evt, json: stored?.evt_json ?? '' } : null,
+    res: entry.res ?? JSON.stringify(json ? (JSON.parse(json) as { data: { object: unknown } }).data.object : presentPaymentIntent(doc)),
+    evt: entry.evt ? { ...entry.evt, json: entry.evt.json ?? '' } : null,
   };
 }
 
 /** What follows an applied transition; every step idempotent, so a retry may run it again. */
 async function finish(deps: TransitionDeps, doc: PaymentIntentDoc, record: MutationRecord): Promise<void> {
-  const steps: Array<Promise<unknown>> = [];
-  if (record.evt && record.evt.json !== '') {
-    const evt = record.evt;
-    steps.push(
-      recordEvent(deps, doc, evt).then(() =>
-        // The event's JSON is kept once: in its own document from now on.
-        deps.collections.intentMutations.updateOne({ _id: mutationDocId(doc._id, record.m) }, { $set: { evt_json: null } }),
-      ),
-    );
-  }
+  if (record.evt && record.evt.json !== '') await recordEvent(deps, doc, record.evt);
+  // Once the event is recorded: the next transition, often the follow-up's, finds it.
   // The attempt the transition was about, not the intent's current one (a retry may come later).
-  if (record.fu.length > 0) steps.push(scheduleFollowUps(deps.intentsQueue, { ...doc, attempt: record.at }, record.fu, deps.now()));
-  await Promise.all(steps);
+  if (record.fu.length > 0) await scheduleFollowUps(deps.intentsQueue, { ...doc, attempt: record.at }, record.fu, deps.now());
 }
 
-async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: NonNullable<MutationRecord['evt']>): Promise<void> {
+type Evt = NonNullable<MutationRecord['evt']>;
+
+/**
+ * Records the event: its outbox entry when an endpoint of its scope may take it,
+ * then its own document, then its fan-out. In that order, an event whose document
+ * exists has its deliveries recorded too (recordedBefore relies on it).
+ */
+async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt): Promise<void> {
   const scope = { project: doc.project, livemode: doc.livemode };
-  const hooked = scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, evt.type);
-  hooked.catch(() => undefined); // awaited below
+  const fanOut = (await scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, evt.type))
+    ? await recordOutgoing(deps, { id: evt.id, ...scope, type: evt.type, json: evt.json })
+    : null;
   await deps.inserts
     .insert(deps.collections.events, { _id: evt.id, ...scope, type: evt.type, object_id: doc._id, json: evt.json, created_ms: idTime(evt.id) })
     .catch((err: unknown) => {
       if (!isDuplicateKey(err)) throw err;
     });
-  if (await hooked) await dispatchEventOnce(deps, { id: evt.id, ...scope, type: evt.type, json: evt.json });
+  if (fanOut) await fanOut();
+}
+
+/**
+ * Before a transition compacts the newest entry, whose event's JSON is nowhere else:
+ * that event is recorded, by its own job normally (one read finds it), or here when
+ * the job died between its update and its event.
+ */
+async function recordedBefore(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt): Promise<void> {
+  if (await deps.collections.events.findOne({ _id: evt.id }, { projection: { _id: 1 } })) return;
+  await recordEvent(deps, doc, evt);
 }
