@@ -130,17 +130,27 @@ export interface AllEventFigures {
   delivered: number;
   /** Undelivered, by event type. */
   missing: Record<string, number>;
+  /** Up to five undelivered events: what to look for in the logs. */
+  missingExamples: Array<Pick<EventDoc, '_id' | 'type' | 'object_id' | 'created_ms'>>;
 }
 
 /** Every event recorded since the endpoint (on `*`) was made reached the receiver, correctly signed. */
 export async function checkAllEvents(db: Db, receiver: VerifyingReceiver, sinceMs: number): Promise<{ verdict: Verdict; figures: AllEventFigures }> {
-  const events = await db.collection<EventDoc>('events').find({ created_ms: { $gte: sinceMs } }, { projection: { _id: 1, type: 1 } }).toArray();
+  const events = await db
+    .collection<EventDoc>('events')
+    .find({ created_ms: { $gte: sinceMs } }, { projection: { _id: 1, type: 1, object_id: 1, created_ms: 1 } })
+    .toArray();
   const missing: Record<string, number> = {};
-  for (const e of events) if (!receiver.verified.has(e._id)) missing[e.type] = (missing[e.type] ?? 0) + 1;
+  const missingExamples: AllEventFigures['missingExamples'] = [];
+  for (const e of events) {
+    if (receiver.verified.has(e._id)) continue;
+    missing[e.type] = (missing[e.type] ?? 0) + 1;
+    if (missingExamples.length < 5) missingExamples.push(e);
+  }
   const delivered = events.length - Object.values(missing).reduce((a, b) => a + b, 0);
   const bad = receiver.badSignatures + receiver.unverifiable;
   return {
-    figures: { expected: events.length, delivered, missing },
+    figures: { expected: events.length, delivered, missing, missingExamples },
     verdict: {
       name: 'every event delivered, signed (endpoint on *)',
       pass: delivered === events.length && bad === 0,

@@ -102,6 +102,9 @@ export function printReport(report: ChaosReport): string {
   if (slow.length) lines.push(`  slow: ${slow.map((r) => `${r.kind} ${r.target} at ${r.atS} s: ${r.recoveredAfterS ?? 'never'}`).join('; ')}`);
   lines.push(`Successes per second: ${report.throughput.perSecond.join(' ')}`);
   if (report.payments) lines.push(...paymentLines(report.payments));
+  for (const e of report.allEvents?.missingExamples ?? []) {
+    lines.push(`  undelivered: ${e._id} ${e.type} of ${e.object_id}, recorded ${new Date(e.created_ms).toISOString()}`);
+  }
   if (report.queues) lines.push(...queueLines(report.queues, report.faults, s.recoveryS));
   const back = (kind: string) => {
     const times = report.faults.filter((f) => f.kind === kind && f.backAfterMs !== undefined).map((f) => f.backAfterMs ?? Infinity);
