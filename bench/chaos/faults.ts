@@ -2,17 +2,27 @@
  * The faults of a chaos run: a schedule drawn once from a seeded generator (so a run
  * can be repeated with `--seed`), then injected on time. Faults fall between the end
  * of the warm-up and `recoveryS` before the end of the load, so that each one is
- * followed by enough load to see the service recover.
+ * followed by enough load to see the service recover. The store restart
+ * (`--store-restart`) falls half way through the load.
  */
 import type { Fleet } from './fleet.js';
-import type { ControlledRedis } from './servers.js';
+import type { ControlledFerretDB, ControlledRedis } from './servers.js';
 
-export type FaultKind = 'worker-kill' | 'api-kill' | 'redis-restart' | 'redis-snapshot' | 'redis-rollback';
+export type FaultKind = 'worker-kill' | 'api-kill' | 'redis-restart' | 'redis-snapshot' | 'redis-rollback' | 'store-restart';
+
+/** What the faults act on: the processes, and the servers the run started itself (null: given, not touched). */
+export interface FaultTargets {
+  fleet: Fleet;
+  redis: ControlledRedis | null;
+  store: ControlledFerretDB | null;
+}
 
 export interface PlannedFault {
   /** Seconds from the start of the load. */
   atS: number;
   kind: FaultKind;
+  /** A store restart: seconds between the SIGKILL and the new start. */
+  downS?: number;
 }
 
 export interface InjectedFault extends PlannedFault {
@@ -50,6 +60,8 @@ export interface ScheduleOptions {
   rollbackS: number;
   /** False with an existing Redis: it cannot be restarted from here. */
   redisFaults: boolean;
+  /** Seconds the store stays down after its SIGKILL; null: no store restart. */
+  storeRestartS: number | null;
 }
 
 export function planFaults(options: ScheduleOptions, random: () => number): PlannedFault[] {
@@ -73,6 +85,9 @@ export function planFaults(options: ScheduleOptions, random: () => number): Plan
       plan.push({ atS: at, kind: 'redis-rollback' });
     }
   }
+  if (options.storeRestartS !== null) {
+    plan.push({ atS: Math.min(until, Math.max(from, options.durationS / 2)), kind: 'store-restart', downS: options.storeRestartS });
+  }
   return plan.sort((a, b) => a.atS - b.atS);
 }
 
@@ -80,7 +95,7 @@ export function planFaults(options: ScheduleOptions, random: () => number): Plan
 export async function injectFaults(
   plan: PlannedFault[],
   startMs: number,
-  targets: { fleet: Fleet; redis: ControlledRedis | null },
+  targets: FaultTargets,
   random: () => number,
   onFault: (fault: InjectedFault) => void,
 ): Promise<void> {
@@ -101,7 +116,7 @@ export async function injectFaults(
   await Promise.all(pending);
 }
 
-async function inject(planned: PlannedFault, { fleet, redis }: { fleet: Fleet; redis: ControlledRedis | null }, random: () => number): Promise<InjectedFault> {
+async function inject(planned: PlannedFault, { fleet, redis, store }: FaultTargets, random: () => number): Promise<InjectedFault> {
   const startedMs = Date.now();
   let target = 'redis';
   let error: string | undefined;
@@ -128,6 +143,10 @@ async function inject(planned: PlannedFault, { fleet, redis }: { fleet: Fleet; r
       case 'redis-rollback':
         if (redis?.snapshotMs) snapshotAgeMs = Date.now() - redis.snapshotMs;
         await redis?.rollback();
+        break;
+      case 'store-restart':
+        target = 'ferretdb';
+        await store?.crashAndRestart(planned.downS ?? 0);
         break;
     }
   } catch (err) {

@@ -1,7 +1,8 @@
 /**
  * The api and worker processes of a chaos run (the bundles of dist/): started on
  * fixed ports, killed with SIGKILL and started again, their output appended to one
- * log file per slot and tallied by level and message, for the report.
+ * log file per slot and tallied by level and message, for the report; each line is
+ * also offered to the fleet's line listener (the queue sampler counts stalled jobs).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -49,6 +50,7 @@ export class Slot {
     private readonly env: Record<string, string>,
     private readonly logFile: string,
     private readonly tally: LogTally,
+    private readonly onLine: (line: string) => void,
     /** How the process says it is ready to work: a log line (`worker started`), or a URL that answers 200 (`/readyz`). */
     private readonly readiness: RegExp | string,
     private readonly dist: string,
@@ -82,7 +84,11 @@ export class Slot {
       const text = rest + chunk.toString('utf8');
       const lines = text.split('\n');
       rest = lines.pop() ?? '';
-      for (const line of lines) if (line) tallyLine(this.tally, line);
+      for (const line of lines) {
+        if (!line) continue;
+        tallyLine(this.tally, line);
+        this.onLine(line);
+      }
     };
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
@@ -155,6 +161,8 @@ export class Fleet {
   readonly apis: Slot[];
   readonly workers: Slot[];
   readonly tally: LogTally = new Map();
+  /** Called with every line any process logs. */
+  onLine: (line: string) => void = () => undefined;
 
   constructor(readonly options: FleetOptions) {
     const entry = (bundle: string, compiled: string) => (fs.existsSync(path.join(options.dist, bundle)) ? bundle : compiled);
@@ -167,6 +175,7 @@ export class Fleet {
           { ...options.env, PORT: String(port) },
           path.join(options.logDir, `api${i + 1}.log`),
           this.tally,
+          (line) => this.onLine(line),
           `http://127.0.0.1:${port}/readyz`,
           options.dist,
         ),
@@ -174,7 +183,7 @@ export class Fleet {
     this.workers = Array.from(
       { length: options.workers },
       (_, i) =>
-        new Slot(`worker${i + 1}`, worker, options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally, /worker started/, options.dist),
+        new Slot(`worker${i + 1}`, worker, options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally, (line) => this.onLine(line), /worker started/, options.dist),
     );
   }
 

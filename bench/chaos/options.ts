@@ -27,6 +27,14 @@ export interface ChaosOptions {
   confirmFraction: number;
   /** Fraction of the confirmed intents refunded (wholly or in parts) once they succeeded; 0: none. */
   refundFraction: number;
+  /**
+   * `--payments`: the confirms are made by payment clients (payments.ts), which poll
+   * each payment until it is final within `paymentBudgetS`; `confirmFraction` is their share.
+   */
+  payments: boolean;
+  paymentBudgetS: number;
+  /** SIGKILL the store (the run's FerretDB) half way through the load and start it again this many seconds later; null: no. */
+  storeRestartS: number | null;
   /** How long keys still unanswered and undelivered events are waited for after the load. */
   settleS: number;
   /** Client timeout of one request. */
@@ -70,6 +78,15 @@ Redis over; then checks what came out and prints a report (JSON in --out).
   --refunds [F]       fraction of the confirmed intents refunded once they succeeded,
                       wholly or in 2-3 keyed parts (0; 0.5 when given without F);
                       the endpoint then also takes the refund events
+  --payments [F]      fraction of created intents paid by payment clients (0.5 when
+                      given without F) instead of --confirms: keyed confirm with
+                      +2250700000000, then polled until final, within 120 s; sets
+                      --rate 20, the endpoint on *, and the simulator's delays to
+                      200 ms (SIMULATOR_APPROVAL_DELAY_MS, SIMULATOR_PROCESSING_DELAY_MS)
+                      unless --rate or --env says otherwise
+  --store-restart S   SIGKILL the run's FerretDB half way through the load and
+                      start it again on the same data S seconds later (not with
+                      --mongodb-url)
   --settle S          how long to wait for stragglers after the load (120)
   --request-timeout MS  client timeout per request (15000)
   --no-endpoint       no webhook endpoint (creates only)
@@ -82,6 +99,9 @@ Redis over; then checks what came out and prints a report (JSON in --out).
   --seed N            seed of the fault schedule (random)
   --dist DIR          run the api and worker compiled in DIR (default dist/), e.g. an older build
   --help`;
+
+/** The service's environment under `--payments`, unless `--env` sets it: a quick simulator, so payments end within a second. */
+export const PAYMENT_ENV: Record<string, string> = { SIMULATOR_APPROVAL_DELAY_MS: '200', SIMULATOR_PROCESSING_DELAY_MS: '200' };
 
 function number(name: string, raw: string | undefined, fallback: number, min = 0): number {
   if (raw === undefined) return fallback;
@@ -103,8 +123,9 @@ function range(name: string, raw: string | undefined, fallback: [number, number]
 
 /** Parses `argv` (without node and the script); throws with a clear message on a bad flag. */
 export function parseOptions(argv: string[]): ChaosOptions | 'help' {
-  // `--refunds` alone means half of the confirmed intents.
-  const args = argv.flatMap((arg, i) => (arg === '--refunds' && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) ? [arg, '0.5'] : [arg]));
+  // `--refunds` alone means half of the confirmed intents, `--payments` alone half of the created ones.
+  const optionalValue = new Set(['--refunds', '--payments']);
+  const args = argv.flatMap((arg, i) => (optionalValue.has(arg) && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) ? [arg, '0.5'] : [arg]));
   const { values } = parseArgs({
     args,
     strict: true,
@@ -121,6 +142,8 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
       replays: { type: 'string' },
       confirms: { type: 'string' },
       refunds: { type: 'string' },
+      payments: { type: 'string' },
+      'store-restart': { type: 'string' },
       settle: { type: 'string' },
       'request-timeout': { type: 'string' },
       'no-endpoint': { type: 'boolean' },
@@ -136,7 +159,12 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     },
   });
   if (values.help) return 'help';
-  const env: Record<string, string> = {};
+  const payments = values.payments !== undefined;
+  if (payments && values.confirms !== undefined) throw new Error('--payments replaces --confirms: give one of them');
+  if (values['store-restart'] !== undefined && values['mongodb-url'] !== undefined) {
+    throw new Error('--store-restart restarts the FerretDB the run starts itself: not possible with --mongodb-url');
+  }
+  const env: Record<string, string> = payments ? { ...PAYMENT_ENV } : {};
   for (const pair of values.env ?? []) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new Error(`--env must be NAME=VALUE, got ${JSON.stringify(pair)}`);
@@ -144,7 +172,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
   }
   const options: ChaosOptions = {
     durationS: number('duration', values.duration, 60, 1),
-    rate: number('rate', values.rate, 50, 0.1),
+    rate: number('rate', values.rate, payments ? 20 : 50, 0.1),
     apis: number('apis', values.apis, 2, 1),
     workers: number('workers', values.workers, 3, 1),
     warmupS: number('warmup', values.warmup, 10, 1),
@@ -153,8 +181,11 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     workerKillS: range('worker-kill', values['worker-kill'], [2, 4]),
     apiKillS: range('api-kill', values['api-kill'], [8, 12]),
     replayFraction: number('replays', values.replays, 1),
-    confirmFraction: number('confirms', values.confirms, 0.2),
+    confirmFraction: payments ? number('payments', values.payments, 0.5) : number('confirms', values.confirms, 0.2),
     refundFraction: number('refunds', values.refunds, 0),
+    payments,
+    paymentBudgetS: 120,
+    storeRestartS: values['store-restart'] === undefined ? null : number('store-restart', values['store-restart'], 0, 0.1),
     settleS: number('settle', values.settle, 120),
     requestTimeoutMs: number('request-timeout', values['request-timeout'], 15_000, 100),
     recoveryS: 10,
@@ -169,9 +200,9 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     dist: path.resolve(values.dist ?? path.join(ROOT, 'dist')),
   };
   if (options.replayFraction > 1) throw new Error('--replays is a fraction, 0 to 1');
-  if (options.confirmFraction > 1) throw new Error('--confirms is a fraction, 0 to 1');
+  if (options.confirmFraction > 1) throw new Error(`--${payments ? 'payments' : 'confirms'} is a fraction, 0 to 1`);
   if (options.refundFraction > 1) throw new Error('--refunds is a fraction, 0 to 1');
-  if (options.refundFraction > 0 && options.confirmFraction === 0) throw new Error('--refunds needs confirmed payments: --confirms above 0');
+  if (options.refundFraction > 0 && options.confirmFraction === 0) throw new Error(`--refunds needs confirmed payments: --${payments ? 'payments' : 'confirms'} above 0`);
   if (!Number.isInteger(options.apis) || !Number.isInteger(options.workers)) throw new Error('--apis and --workers are whole numbers');
   if (options.warmupS >= options.durationS) throw new Error('--warmup must be shorter than --duration');
   return options;

@@ -10,6 +10,8 @@ import type { InjectedFault } from './faults.js';
 import type { LogTally } from './fleet.js';
 import type { KeyRecord } from './load.js';
 import type { ChaosOptions } from './options.js';
+import type { AllEventFigures, PaymentFigures, PaymentRecovery } from './payments-verdicts.js';
+import { queuesAroundFaults, STATES, type QueueCounts, type QueueSeries } from './queues.js';
 import type { RunRow } from '../results-log.js';
 import type { ConfirmFigures, EventFigures, KeyFigures, Recovery, RefundFigures, ReplayFigures, Verdict } from './verdicts.js';
 
@@ -24,6 +26,12 @@ export interface ChaosReport {
   confirms: ConfirmFigures | null;
   refunds: RefundFigures | null;
   throughput: { baselinePerS: number; recoveries: Recovery[]; perSecond: number[] };
+  /** With `--payments`: what the payment clients saw, and the payment path's recovery after each fault. */
+  payments: (PaymentFigures & { baselinePerS: number; recoveries: PaymentRecovery[]; finalPerSecond: number[]; medianBySecondS: Array<number | null> }) | null;
+  /** With `--payments` (endpoint on `*`): every event of the run against the receiver. */
+  allEvents: AllEventFigures | null;
+  /** The BullMQ queues' counts each second and the workers' stalled-job lines (null: no Redis of the run's to read). */
+  queues: QueueSeries | null;
   faults: InjectedFault[];
   requests: {
     total: number;
@@ -84,7 +92,7 @@ export function printReport(report: ChaosReport): string {
   const byKind = new Map<string, number>();
   for (const f of report.faults) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
   lines.push(`Faults: ${[...byKind].map(([k, n]) => `${n} ${k}`).join(', ') || 'none'}`);
-  for (const f of report.faults.filter((f) => f.kind.startsWith('redis') || f.error)) {
+  for (const f of report.faults.filter((f) => f.kind.startsWith('redis') || f.kind === 'store-restart' || f.error)) {
     const age = f.snapshotAgeMs !== undefined ? `, from a snapshot ${(f.snapshotAgeMs / 1000).toFixed(1)} s old` : '';
     const away = f.kind === 'redis-snapshot' ? ` (took ${f.tookMs} ms)` : ` (away ${f.tookMs} ms${age})`;
     lines.push(`  ${f.atS.toFixed(1)} s ${f.kind}${away}${f.error ? ` ERROR ${f.error}` : ''}`);
@@ -93,6 +101,11 @@ export function printReport(report: ChaosReport): string {
   lines.push(`Recovery after each fault (s): ${report.throughput.recoveries.map((r) => `${r.kind}@${r.atS}=${r.recoveredAfterS ?? 'never'}`).join(' ')}`);
   if (slow.length) lines.push(`  slow: ${slow.map((r) => `${r.kind} ${r.target} at ${r.atS} s: ${r.recoveredAfterS ?? 'never'}`).join('; ')}`);
   lines.push(`Successes per second: ${report.throughput.perSecond.join(' ')}`);
+  if (report.payments) lines.push(...paymentLines(report.payments));
+  for (const e of report.allEvents?.missingExamples ?? []) {
+    lines.push(`  undelivered: ${e._id} ${e.type} of ${e.object_id}, recorded ${new Date(e.created_ms).toISOString()}`);
+  }
+  if (report.queues) lines.push(...queueLines(report.queues, report.faults, s.recoveryS));
   const back = (kind: string) => {
     const times = report.faults.filter((f) => f.kind === kind && f.backAfterMs !== undefined).map((f) => f.backAfterMs ?? Infinity);
     if (times.length === 0) return null;
@@ -121,6 +134,56 @@ export function printReport(report: ChaosReport): string {
   for (const [message, count] of logs) lines.push(`  ${String(count).padStart(6)}  ${message}`);
   lines.push(`Logs: ${report.logDir}`);
   return lines.join('\n');
+}
+
+function paymentLines(p: NonNullable<ChaosReport['payments']>): string[] {
+  const t = p.confirmToFinalMs;
+  return [
+    `Payments: ${p.payments} confirmed, final ${JSON.stringify(p.final)}; confirm → final ${t ? `p50 ${t.p50} ms, p99 ${t.p99} ms, max ${t.max} ms` : 'never'}; ` +
+      `${p.polls} polls (${p.pollFailures} unanswered)`,
+    `Payment recovery after each fault (s; longest stretch without a payment final): ` +
+      p.recoveries.map((r) => `${r.kind}@${r.atS}=${r.recoveredAfterS ?? 'never'} (${r.stalledS})`).join(' '),
+    `Payments final per second: ${p.finalPerSecond.join(' ')}`,
+    `Confirm → final, median by the second of the confirm (s): ${p.medianBySecondS.map((m) => m ?? '-').join(' ')}`,
+  ];
+}
+
+function countsText(counts: QueueCounts | null): string {
+  return counts ? STATES.map((state) => counts[state]).join('/') : '-';
+}
+
+/** The queues' peaks over the run, and around each Redis and store fault (wait/active/delayed/due60s/overdue/failed). */
+export function queueLines(series: QueueSeries, faults: InjectedFault[], windowS: number): string[] {
+  const lines: string[] = [];
+  const read = series.samples.filter((s) => s.queues);
+  const names = Object.keys(read[0]?.queues ?? {});
+  const peaks = names.map((name) => {
+    const peak = Object.fromEntries(STATES.map((state) => [state, Math.max(0, ...read.map((s) => s.queues![name]?.[state] ?? 0))])) as QueueCounts;
+    return `${name} ${countsText(peak)}`;
+  });
+  const stalled = series.stalledPerSecond.flatMap((counts, second) => {
+    const n = Object.values(counts).reduce((a, b) => a + b, 0);
+    return n ? [`${second}s:${n}`] : [];
+  });
+  lines.push(
+    `Queues, peak ${STATES.join('/')} (delayed jobs due within 60 s; overdue: due, not yet moved to wait) over ${series.samples.length} s ` +
+      `(${series.samples.length - read.length} unread): ${peaks.join(', ')}`,
+  );
+  lines.push(`Stalled-job log lines per second: ${stalled.join(' ') || 'none'}`);
+  for (const around of queuesAroundFaults(series, faults, windowS)) {
+    const moved = Object.entries(around.queues)
+      .filter(([, q]) => STATES.some((state) => q.peak[state] > (q.before?.[state] ?? 0)))
+      .map(([name, q]) => {
+        const grew = Object.entries(q.peakAtS).filter(([state]) => q.peak[state as keyof QueueCounts] > (q.before?.[state as keyof QueueCounts] ?? 0));
+        const when = grew.map(([state, at]) => `${state} +${at} s`).join(', ');
+        return `${name} ${countsText(q.before)} → peak ${countsText(q.peak)} (${when}) → ${countsText(q.after)}`;
+      });
+    const stalledN = Object.entries(around.stalled).map(([q, n]) => `${q} ${n}`).join(', ');
+    lines.push(
+      `  ${around.kind}@${around.atS}: ${moved.join('; ') || 'no queue grew'}; ${around.unreadS} s unread; stalled lines ${stalledN || 'none'}`,
+    );
+  }
+  return lines;
 }
 
 export function writeReport(report: ChaosReport, file: string): void {
@@ -157,6 +220,7 @@ export function runLogRow(report: ChaosReport, sha: string, root: string): RunRo
   const e = report.events;
   const r = report.replays;
   const c = report.confirms;
+  const p = report.payments;
   return {
     when: report.when,
     sha,
@@ -179,7 +243,7 @@ export function runLogRow(report: ChaosReport, sha: string, root: string): RunRo
     orphans: k.orphans,
     events_delivered: e ? `${e.delivered}/${e.expected}` : null,
     replays_flagged: `${r.replaysFlagged}/${r.replaysAnswered}`,
-    confirms_succeeded: c ? `${c.succeeded}/${c.confirms}` : null,
+    confirms_succeeded: p ? `${p.final.succeeded ?? 0}/${p.payments}` : c ? `${c.succeeded}/${c.confirms}` : null,
     faults_recovered: `${recovered.length}/${recoveries.length}`,
     slowest_recovery_s: slowest,
     p99_ms: report.requests.latencyMs.p99,

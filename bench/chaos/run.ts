@@ -2,10 +2,12 @@
  * `npm run chaos`: the fault-injection run (issue 15). Starts N apis and M workers
  * on a throw-away Redis (append-only) and FerretDB, or on the servers given; a
  * local receiver verifying webhook signatures, and one endpoint subscribed to
- * `payment_intent.created`. Then drives keyed creates, kills workers and apis on a
- * schedule, restarts Redis once and rolls it back once, waits for stragglers, and
- * checks the verdicts (verdicts.ts). Prints the report and writes it as JSON; exits
- * 1 when a verdict failed, 2 when the run itself could not run.
+ * `payment_intent.created` (to `*` with `--payments`). Then drives keyed creates
+ * (and payments, payments.ts), kills workers and apis on a schedule, restarts Redis
+ * once and rolls it back once (and crashes the store once, `--store-restart`),
+ * samples the queues (queues.ts), waits for stragglers, and checks the verdicts
+ * (verdicts.ts, payments-verdicts.ts). Prints the report and writes it as JSON;
+ * exits 1 when a verdict failed, 2 when the run itself could not run.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -16,15 +18,19 @@ import { Queue } from 'bullmq';
 import { MongoClient } from 'mongodb';
 import { progress } from '../progress.js';
 import { ROOT } from '../settings.js';
+import { Client } from './client.js';
 import { injectFaults, planFaults, seededRandom, type InjectedFault } from './faults.js';
 import { CpuAccount } from './cpu.js';
 import { Fleet } from './fleet.js';
 import { Load } from './load.js';
 import { parseOptions, USAGE, type ChaosOptions } from './options.js';
+import { Payments } from './payments.js';
+import { checkAllEvents, checkPaymentRecovery, checkPayments, finalSeries, medianBySecondS } from './payments-verdicts.js';
+import { QueueSampler } from './queues.js';
 import { VerifyingReceiver } from './receiver.js';
 import { logFigures, printReport, requestFigures, RUN_LOG_COLUMNS, runLogRow, writeReport, type ChaosReport } from './report.js';
 import { appendRunRow, gitSha } from '../results-log.js';
-import { ControlledRedis, countsSince, ferretCommandCounts, loadStack } from './servers.js';
+import { ControlledFerretDB, ControlledRedis, countsSince, loadStack } from './servers.js';
 import { checkConfirms, checkEvents, checkKeys, checkRecovery, checkRefunds, checkReplays, eventIdsOf, REFUND_EVENT_TYPES, refundEvents, successSeries } from './verdicts.js';
 
 const TEMP_PREFIX = 'payments-chaos-stack-';
@@ -93,15 +99,13 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   });
 
   let mongoUrl = options.mongoUrl;
-  let ferretDebugUrl: string | null = null;
-  let ferretPid: number | null = null;
+  let store: ControlledFerretDB | null = null;
   if (!mongoUrl) {
     const [debugPort] = await freePorts(1);
-    ferretDebugUrl = `http://127.0.0.1:${debugPort}`;
-    const ferret = await stack.startFerretDB({ dir: path.join(dataDir, 'ferretdb'), debugPort });
+    const ferret = await ControlledFerretDB.start(stack, path.join(dataDir, 'ferretdb'), debugPort as number);
+    store = ferret;
     cleanup.steps.push(() => ferret.stop());
     mongoUrl = ferret.url;
-    ferretPid = ferret.pid;
   }
   let redis: ControlledRedis | null = null;
   let redisUrl = options.redisUrl;
@@ -148,8 +152,10 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
 
   const apiUrl = fleet.apiUrls[0] as string;
   const key = (await post(`${apiUrl}/admin/v1/api_keys`, adminToken, { project: PROJECT, livemode: false })).secret as string;
+  // With --payments, every event counts: those recorded from here on must all be delivered.
+  const endpointMs = Date.now();
   if (options.endpoint) {
-    const types = ['payment_intent.created', ...(options.refundFraction > 0 ? REFUND_EVENT_TYPES : [])];
+    const types = options.payments ? ['*'] : ['payment_intent.created', ...(options.refundFraction > 0 ? REFUND_EVENT_TYPES : [])];
     const endpoint = await post(`${apiUrl}/v1/webhook_endpoints`, key, { url: receiver.url, enabled_events: types }, { 'Idempotency-Key': `endpoint-${runId}` });
     receiver.secret = endpoint.secret as string;
   }
@@ -159,29 +165,33 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   progress(
     `load: ${options.rate}/s for ${options.durationS} s; ${plan.length} faults planned (seed ${options.seed}); then up to ${options.settleS} s for stragglers`,
   );
-  const commandsBefore = ferretDebugUrl ? await ferretCommandCounts(ferretDebugUrl).catch(() => null) : null;
+  const commandsBefore = store ? await store.commandCounts().catch(() => null) : null;
   const account = new CpuAccount(() => [
     { pid: process.pid, kind: 'tool' },
-    ...(ferretPid ? [{ pid: ferretPid, kind: 'ferretdb' }] : []),
+    ...(store ? [{ pid: store.pid, kind: 'ferretdb' }] : []),
     ...(redis ? [{ pid: redis.pid, kind: 'redis' }] : []),
     ...fleet.apis.flatMap((slot) => (slot.pid ? [{ pid: slot.pid, kind: 'api' }] : [])),
     ...fleet.workers.flatMap((slot) => (slot.pid ? [{ pid: slot.pid, kind: 'worker' }] : [])),
   ]);
   const startMs = Date.now();
   const giveUpMs = startMs + (options.durationS + options.settleS) * 1000;
-  const load = new Load({
-    apiUrls: fleet.apiUrls,
-    apiKey: key,
+  const client = new Client({ apiUrls: fleet.apiUrls, apiKey: key, requestTimeoutMs: options.requestTimeoutMs, giveUpMs: () => giveUpMs, random: Math.random });
+  const payments = options.payments
+    ? new Payments(client, { share: options.confirmFraction, refundFraction: options.refundFraction, budgetMs: options.paymentBudgetS * 1000, random: Math.random })
+    : null;
+  const load = new Load(client, {
     rate: options.rate,
     durationS: options.durationS,
-    requestTimeoutMs: options.requestTimeoutMs,
     replayFraction: options.replayFraction,
     confirmFraction: options.confirmFraction,
     refundFraction: options.refundFraction,
     giveUpMs: () => giveUpMs,
     random: Math.random,
     runId,
+    ...(payments ? { afterCreate: (record: Load['keys'][number], intent: string) => payments.pay(record, intent) } : {}),
   });
+  const sampler = new QueueSampler(redisUrl, prefix, startMs);
+  fleet.onLine = (line) => sampler.line(line);
   const faults: InjectedFault[] = [];
   let outboxEmptyAfterS: number | null = null;
   // The clients and the receiver share this process: if its own event loop lags, the
@@ -196,8 +206,9 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     const t = Math.round((Date.now() - startMs) / 1000);
     const used = process.cpuUsage(cpu);
     cpu = process.cpuUsage();
+    const paid = options.payments ? ` payments final ${load.keys.filter((k) => k.payment?.finalMs).length}/${load.keys.filter((k) => k.payment).length};` : '';
     progress(
-      `t=${t}s keys ${load.keys.length} answered ${answered}; faults ${faults.length}; events received ${receiver.verified.size}; ` +
+      `t=${t}s keys ${load.keys.length} answered ${answered};${paid} faults ${faults.length}; events received ${receiver.verified.size}; ` +
         `tool cpu ${Math.round((used.user + used.system) / 50_000)}% lag p99 ${Math.round(lag.percentile(99) / 1e6)} ms max ${Math.round(lag.max / 1e6)} ms; load ${os.loadavg()[0]?.toFixed(1)}`,
     );
     lag.reset();
@@ -205,9 +216,9 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   try {
     await Promise.all([
       load.run(startMs),
-      injectFaults(plan, startMs, { fleet, redis }, random, (fault) => {
+      injectFaults(plan, startMs, { fleet, redis, store }, random, (fault) => {
         faults.push(fault);
-        if (fault.kind.startsWith('redis') || fault.error) progress(`${fault.kind} at ${fault.atS.toFixed(1)} s took ${fault.tookMs} ms${fault.error ? `: ${fault.error}` : ''}`);
+        if (fault.kind.startsWith('redis') || fault.kind === 'store-restart' || fault.error) progress(`${fault.kind} at ${fault.atS.toFixed(1)} s took ${fault.tookMs} ms${fault.error ? `: ${fault.error}` : ''}`);
       }),
     ]);
     const expected = eventIdsOf(load.keys);
@@ -233,13 +244,14 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   } finally {
     clearInterval(ticker);
   }
+  const queues = await sampler.stop();
   progress(`load over after ${Math.round((Date.now() - startMs) / 1000)} s; stopping the processes, then checking`);
   // Before the checks: nothing writes any more, and the database can be dropped safely.
   await fleet.stopAll();
   const cpuFigures = account.finish();
   runLag.disable();
   const toolLag = { p99Ms: Math.round(runLag.percentile(99) / 1e6), maxMs: Math.round(runLag.max / 1e6) };
-  const commandsAfter = ferretDebugUrl && commandsBefore ? await ferretCommandCounts(ferretDebugUrl).catch(() => null) : null;
+  const commandsAfter = store && commandsBefore ? await store.commandCounts().catch(() => null) : null;
   const commands = commandsBefore && commandsAfter ? countsSince(commandsBefore, commandsAfter) : null;
 
   const mongo = new MongoClient(mongoUrl);
@@ -251,17 +263,26 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     const outboxLeft = await db.collection('event_outbox').countDocuments({});
     const events = options.endpoint ? checkEvents(load.keys, receiver, { left: outboxLeft, emptyAfterS: outboxEmptyAfterS }) : null;
     const replays = checkReplays(load.keys);
-    const confirms = options.confirmFraction > 0 ? await checkConfirms(db, load.keys) : null;
+    const confirms = options.confirmFraction > 0 && !options.payments ? await checkConfirms(db, load.keys) : null;
+    const paid = options.payments ? await checkPayments(db, load.keys, options.paymentBudgetS * 1000) : null;
+    const allEvents = options.payments && options.endpoint ? await checkAllEvents(db, receiver, endpointMs) : null;
     const refunds = options.refundFraction > 0 ? await checkRefunds(db, load.keys, receiver) : null;
     // Without an endpoint, nothing is delivered: the delivery verdict does not apply.
     const refundVerdicts = (refunds?.verdicts ?? []).filter((v) => options.endpoint || !v.name.includes('delivered'));
-    const recovery = checkRecovery(load.keys, faults, {
-      startMs,
-      warmupS: options.warmupS,
-      recoveryS: options.recoveryS,
-      share: options.recoveryShare,
-    });
-    const verdicts = [keys.verdict, ...(events ? [events.verdict] : []), replays.verdict, ...(confirms ? [confirms.verdict] : []), ...refundVerdicts, recovery.verdict];
+    const recoveryOptions = { startMs, warmupS: options.warmupS, recoveryS: options.recoveryS, share: options.recoveryShare };
+    const recovery = checkRecovery(load.keys, faults, recoveryOptions);
+    const paymentRecovery = options.payments ? checkPaymentRecovery(load.keys, faults, recoveryOptions) : null;
+    const verdicts = [
+      keys.verdict,
+      ...(events ? [events.verdict] : []),
+      replays.verdict,
+      ...(confirms ? [confirms.verdict] : []),
+      ...(paid?.verdicts ?? []),
+      ...refundVerdicts,
+      ...(allEvents ? [allEvents.verdict] : []),
+      recovery.verdict,
+      ...(paymentRecovery ? [paymentRecovery.verdict] : []),
+    ];
     const { out: _out, runLog: _runLog, ...shape } = options;
     report = {
       when: new Date(startMs).toISOString(),
@@ -278,6 +299,18 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
         recoveries: recovery.recoveries,
         perSecond: successSeries(load.keys, startMs, 1000, options.durationS + 10),
       },
+      payments:
+        paid && paymentRecovery
+          ? {
+              ...paid.figures,
+              baselinePerS: Math.round(paymentRecovery.baselinePerS * 10) / 10,
+              recoveries: paymentRecovery.recoveries,
+              finalPerSecond: finalSeries(load.keys, startMs, 1000, options.durationS + 10),
+              medianBySecondS: medianBySecondS(load.keys, startMs, options.durationS),
+            }
+          : null,
+      allEvents: allEvents?.figures ?? null,
+      queues,
       faults: faults.sort((a, b) => a.atS - b.atS).map((f) => ({ ...f, atS: Math.round(f.atS * 10) / 10 })),
       requests: requestFigures(load.keys, startMs),
       mongoCommands: commands,

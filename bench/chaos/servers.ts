@@ -1,9 +1,10 @@
 /**
- * The servers of a chaos run: FerretDB, and a Redis the run can restart and roll
- * back, both from scripts/stack.mjs (the throw-away stack of `npm test`). Redis keeps
- * an append-only file, as in production, so a plain restart loses nothing; a
- * rollback replaces its data with an older snapshot, as a failover to a lagging
- * replica does.
+ * The servers of a chaos run: a FerretDB the run can crash and start again on the
+ * same data, and a Redis the run can restart and roll back, both from
+ * scripts/stack.mjs (the throw-away stack of `npm test`). Redis keeps an append-only
+ * file, as in production, so a plain restart loses nothing; a rollback replaces its
+ * data with an older snapshot, as a failover to a lagging replica does. FerretDB
+ * writes through SQLite, so a crash loses nothing that was acknowledged.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { ROOT } from '../settings.js';
 
-interface RedisHandle {
+interface ServerHandle {
   url: string;
   port: number;
   pid: number;
@@ -22,8 +23,8 @@ interface RedisHandle {
 /** The part of scripts/stack.mjs used here (plain JavaScript, typed by hand). */
 interface StackModule {
   findRedisServer(): string;
-  startRedis(options: { dir: string; persistent?: boolean; port?: number | null; bin?: string }): Promise<RedisHandle>;
-  startFerretDB(options: { dir: string; debugPort?: number | null }): Promise<{ url: string; pid: number; stop(): Promise<unknown> }>;
+  startRedis(options: { dir: string; persistent?: boolean; port?: number | null; bin?: string }): Promise<ServerHandle>;
+  startFerretDB(options: { dir: string; debugPort?: number | null; port?: number }): Promise<ServerHandle>;
   reapStaleTempStacks(prefix: string): Promise<void>;
 }
 
@@ -43,7 +44,7 @@ export class ControlledRedis {
     private readonly stack: StackModule,
     private readonly dir: string,
     private readonly bin: string,
-    private handle: RedisHandle,
+    private handle: ServerHandle,
   ) {}
 
   static async start(stack: StackModule, dir: string): Promise<ControlledRedis> {
@@ -131,7 +132,7 @@ export class ControlledRedis {
     await this.handle.stop();
   }
 
-  private async startOnPort(persistent: boolean): Promise<RedisHandle> {
+  private async startOnPort(persistent: boolean): Promise<ServerHandle> {
     // The port was just released; retry briefly if the kernel still holds it.
     let lastError: unknown;
     for (let attempt = 0; attempt < 20; attempt++) {
@@ -144,6 +145,68 @@ export class ControlledRedis {
     }
     throw lastError;
   }
+}
+
+/**
+ * The run's FerretDB: its command counters (over its restarts), and a crash
+ * (SIGKILL) followed by a start on the same data directory, port and debug port.
+ */
+export class ControlledFerretDB {
+  /** The counters read just before each crash: a new process counts from zero. */
+  private counted: Record<string, number> = {};
+
+  private constructor(
+    private readonly stack: StackModule,
+    private readonly dir: string,
+    private readonly debugPort: number,
+    private handle: ServerHandle,
+  ) {}
+
+  static async start(stack: StackModule, dir: string, debugPort: number): Promise<ControlledFerretDB> {
+    return new ControlledFerretDB(stack, dir, debugPort, await stack.startFerretDB({ dir, debugPort }));
+  }
+
+  get url(): string {
+    return this.handle.url;
+  }
+
+  get pid(): number {
+    return this.handle.pid;
+  }
+
+  /** Commands sent to FerretDB since it was first started, by name. */
+  async commandCounts(): Promise<Record<string, number>> {
+    return sumCounts(this.counted, await ferretCommandCounts(`http://127.0.0.1:${this.debugPort}`));
+  }
+
+  /** SIGKILL, as a crash or an OOM kill would; then, `downS` seconds later, a start on the same data and port. */
+  async crashAndRestart(downS: number): Promise<void> {
+    this.counted = await this.commandCounts().catch(() => this.counted);
+    await this.handle.kill('SIGKILL');
+    await sleep(downS * 1000);
+    // The port was just released; retry briefly if the kernel still holds it.
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      try {
+        this.handle = await this.stack.startFerretDB({ dir: this.dir, debugPort: this.debugPort, port: this.handle.port });
+        return;
+      } catch (err) {
+        lastError = err;
+        await sleep(250);
+      }
+    }
+    throw lastError;
+  }
+
+  async stop(): Promise<void> {
+    await this.handle.stop();
+  }
+}
+
+function sumCounts(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  const out = { ...a };
+  for (const [command, count] of Object.entries(b)) out[command] = (out[command] ?? 0) + count;
+  return out;
 }
 
 /** FerretDB's count of commands it was sent, by command name (from its debug handler). */

@@ -219,16 +219,29 @@ export function successSeries(keys: KeyRecord[], startMs: number, bucketMs: numb
   return series;
 }
 
-export function checkRecovery(
-  keys: KeyRecord[],
-  faults: InjectedFault[],
-  options: { startMs: number; warmupS: number; recoveryS: number; share: number; windowS?: number },
-): { verdict: Verdict; baselinePerS: number; recoveries: Recovery[] } {
-  const bucketMs = 250;
-  const windowBuckets = Math.round(((options.windowS ?? 2) * 1000) / bucketMs);
+export interface RecoveryOptions {
+  startMs: number;
+  warmupS: number;
+  recoveryS: number;
+  share: number;
+  windowS?: number;
+}
+
+/** The buckets of 250 ms the recovery is read in, and how many reach past the last fault's recovery. */
+export const RECOVERY_BUCKET_MS = 250;
+export function recoveryBuckets(faults: InjectedFault[], options: RecoveryOptions): number {
   const horizonS = Math.max(...faults.map((f) => (f.startedMs - options.startMs) / 1000), options.warmupS) + options.recoveryS + 5;
-  const series = successSeries(keys, options.startMs, bucketMs, Math.ceil((horizonS * 1000) / bucketMs));
-  // The pre-fault rate: the warm-up, less its first 2 s of ramp-up.
+  return Math.ceil((horizonS * 1000) / RECOVERY_BUCKET_MS);
+}
+
+/**
+ * The pre-fault rate of a series of `RECOVERY_BUCKET_MS` buckets (the warm-up, less
+ * its first 2 s of ramp-up), and for each fault the seconds until the rate over a
+ * window wholly after it was back to `share` of it (null: not within `recoveryS`).
+ */
+export function recoveriesOf(series: number[], faults: InjectedFault[], options: RecoveryOptions): { baselinePerS: number; recoveries: Recovery[] } {
+  const bucketMs = RECOVERY_BUCKET_MS;
+  const windowBuckets = Math.round(((options.windowS ?? 2) * 1000) / bucketMs);
   const fromBucket = Math.round(2000 / bucketMs);
   const toBucket = Math.round((options.warmupS * 1000) / bucketMs);
   const warm = series.slice(fromBucket, toBucket);
@@ -250,12 +263,23 @@ export function checkRecovery(
     }
     recoveries.push({ kind: fault.kind, target: fault.target, atS: Math.round(atMs / 100) / 10, recoveredAfterS });
   }
+  return { baselinePerS, recoveries };
+}
+
+/** The verdict on `recoveries`, named after what came back. */
+export function recoveryVerdict(what: string, baselinePerS: number, recoveries: Recovery[], options: RecoveryOptions): Verdict {
   const failed = recoveries.filter((r) => r.recoveredAfterS === null);
   const worst = Math.max(0, ...recoveries.map((r) => r.recoveredAfterS ?? Infinity));
   const detail =
     `pre-fault ${baselinePerS.toFixed(1)}/s; ${recoveries.length - failed.length}/${recoveries.length} faults followed by ` +
     `${Math.round(options.share * 100)}% of it within ${options.recoveryS} s (slowest ${Number.isFinite(worst) ? `${worst} s` : 'never'})`;
-  return { verdict: { name: `throughput back within ${options.recoveryS} s`, pass: failed.length === 0 && baselinePerS > 0, detail }, baselinePerS, recoveries };
+  return { name: `${what} back within ${options.recoveryS} s`, pass: failed.length === 0 && baselinePerS > 0, detail };
+}
+
+export function checkRecovery(keys: KeyRecord[], faults: InjectedFault[], options: RecoveryOptions): { verdict: Verdict; baselinePerS: number; recoveries: Recovery[] } {
+  const series = successSeries(keys, options.startMs, RECOVERY_BUCKET_MS, recoveryBuckets(faults, options));
+  const { baselinePerS, recoveries } = recoveriesOf(series, faults, options);
+  return { verdict: recoveryVerdict('throughput', baselinePerS, recoveries, options), baselinePerS, recoveries };
 }
 
 export interface ConfirmFigures {

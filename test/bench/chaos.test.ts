@@ -1,0 +1,170 @@
+// The chaos run's pure parts (bench/chaos): its flags, its fault plan, what a payment's
+// client takes for final, and the payment and queue figures its verdicts and report
+// are made of.
+
+import test from 'ava';
+
+import { planFaults, type InjectedFault } from '../../bench/chaos/faults.js';
+import type { KeyRecord, PaymentRecord } from '../../bench/chaos/load.js';
+import { parseOptions, type ChaosOptions } from '../../bench/chaos/options.js';
+import { finalStatus } from '../../bench/chaos/payments.js';
+import { checkPaymentRecovery, clientFigures, longestGapS, medianBySecondS, succeededEventCounts } from '../../bench/chaos/payments-verdicts.js';
+import { queuesAroundFaults, stalledQueue, type QueueCounts } from '../../bench/chaos/queues.js';
+
+const parse = (argv: string[]) => parseOptions(argv) as ChaosOptions;
+
+test('the plain run keeps its shape: 50/s, a fifth confirmed, no payment clients, no store restart', (t) => {
+  const options = parse([]);
+  t.is(options.rate, 50);
+  t.is(options.confirmFraction, 0.2);
+  t.false(options.payments);
+  t.is(options.storeRestartS, null);
+  t.deepEqual(options.env, {});
+});
+
+test('--payments alone: half the creates paid, 20/s, the simulator at 200 ms', (t) => {
+  const options = parse(['--payments', '--refunds', '--store-restart', '3']);
+  t.true(options.payments);
+  t.is(options.confirmFraction, 0.5);
+  t.is(options.refundFraction, 0.5);
+  t.is(options.rate, 20);
+  t.is(options.storeRestartS, 3);
+  t.is(options.paymentBudgetS, 120);
+  t.deepEqual(options.env, { SIMULATOR_APPROVAL_DELAY_MS: '200', SIMULATOR_PROCESSING_DELAY_MS: '200' });
+});
+
+test('--payments takes a share; --rate and --env win over its defaults', (t) => {
+  const options = parse(['--payments', '0.3', '--rate', '35', '--env', 'SIMULATOR_APPROVAL_DELAY_MS=1000']);
+  t.is(options.confirmFraction, 0.3);
+  t.is(options.rate, 35);
+  t.deepEqual(options.env, { SIMULATOR_APPROVAL_DELAY_MS: '1000', SIMULATOR_PROCESSING_DELAY_MS: '200' });
+});
+
+test('conflicting or impossible flags are refused with a clear message', (t) => {
+  t.throws(() => parseOptions(['--payments', '--confirms', '0.1']), { message: /--payments replaces --confirms/ });
+  t.throws(() => parseOptions(['--store-restart', '3', '--mongodb-url', 'mongodb://db:27017']), { message: /not possible with --mongodb-url/ });
+  t.throws(() => parseOptions(['--payments', '1.5']), { message: /--payments is a fraction/ });
+  t.throws(() => parseOptions(['--payments', '0', '--refunds']), { message: /--refunds needs confirmed payments: --payments above 0/ });
+});
+
+const schedule = { warmupS: 10, recoveryS: 10, workerKillS: null, apiKillS: null, redisRestart: true, rollbackS: 2, redisFaults: true };
+
+test('the store restart falls half way through the load, and scales with it', (t) => {
+  const random = () => 0.5;
+  t.deepEqual(
+    planFaults({ ...schedule, durationS: 60, storeRestartS: 3 }, random).find((f) => f.kind === 'store-restart'),
+    { atS: 30, kind: 'store-restart', downS: 3 },
+  );
+  t.is(planFaults({ ...schedule, durationS: 40, storeRestartS: 3 }, random).find((f) => f.kind === 'store-restart')?.atS, 20);
+  t.false(planFaults({ ...schedule, durationS: 60, storeRestartS: null }, random).some((f) => f.kind === 'store-restart'));
+});
+
+test("a payment's client takes succeeded, canceled, expired and a decline for final", (t) => {
+  t.is(finalStatus({ status: 'succeeded' }), 'succeeded');
+  t.is(finalStatus({ status: 'expired' }), 'expired');
+  t.is(finalStatus({ status: 'new', last_payment_error: { code: 'payment_declined' } }), 'declined');
+  t.is(finalStatus({ status: 'new', last_payment_error: null }), null);
+  t.is(finalStatus({ status: 'processing' }), null);
+  t.is(finalStatus({ status: 'requires_action' }), null);
+});
+
+const START = 1_000_000;
+
+function paid(i: number, payment: Partial<PaymentRecord>, confirmed = true): KeyRecord {
+  return {
+    key: `k${i}`,
+    body: '{}',
+    startedMs: START,
+    attempts: [],
+    answer: { atMs: START, sentMs: START, id: `pi_${i}`, body: '{}', replayed: false },
+    terminal: null,
+    replay: null,
+    confirm: { key: `k${i}-confirm`, attempts: [], answer: confirmed ? { atMs: START, sentMs: START, id: `pi_${i}`, body: '{}', replayed: false } : null, terminal: confirmed ? null : '500 internal' },
+    refunds: null,
+    payment: { startedMs: START, finalMs: null, status: null, polls: 2, pollFailures: 0, ...payment },
+  };
+}
+
+test('the clients’ figures: final within the budget, the rest by last status, confirm → final percentiles', (t) => {
+  const keys = [
+    ...Array.from({ length: 98 }, (_, i) => paid(i, { finalMs: START + 1000 + i * 10, status: 'succeeded' })),
+    paid(98, { finalMs: START + 130_000, status: 'succeeded' }),
+    paid(99, { status: 'processing' }),
+    paid(100, {}, false),
+  ];
+  const figures = clientFigures(keys, 120_000);
+  t.is(figures.payments, 101);
+  t.is(figures.confirmed200, 100);
+  t.deepEqual(figures.confirmTerminal, { '500 internal': 1 });
+  t.deepEqual(figures.final, { succeeded: 98 });
+  t.deepEqual(figures.notFinal, { succeeded: 1, processing: 1, none: 1 });
+  t.deepEqual(figures.confirmToFinalMs, { p50: 1490, p99: 1970, max: 1970 });
+  t.is(figures.polls, 202);
+});
+
+test('exactly one succeeded event per succeeded payment, none for the others', (t) => {
+  const statuses = new Map([['a', 'succeeded'], ['b', 'succeeded'], ['c', 'succeeded'], ['d', 'new'], ['e', 'succeeded']]);
+  const events = new Map([['a', 1], ['b', 2], ['d', 1], ['e', 1]]);
+  t.deepEqual(succeededEventCounts(statuses, events), { succeededWithoutEvent: 1, succeededTwice: 1, eventWithoutSuccess: 1 });
+});
+
+function fault(kind: InjectedFault['kind'], atS: number): InjectedFault {
+  return { kind, atS, startedMs: START + atS * 1000, tookMs: 0, target: kind };
+}
+
+test('the payment path recovers when payments reach final at the pre-fault rate again, and its stall is measured', (t) => {
+  // 10 payments final a second, none from 20 s to 24 s, then 10 a second again.
+  const keys: KeyRecord[] = [];
+  for (let ms = 0; ms < 40_000; ms += 100) {
+    if (ms >= 20_000 && ms < 24_000) continue;
+    keys.push(paid(ms, { finalMs: START + ms + 50, status: 'succeeded' }));
+  }
+  const result = checkPaymentRecovery(keys, [fault('store-restart', 20)], { startMs: START, warmupS: 10, recoveryS: 10, share: 0.8 });
+  t.is(Math.round(result.baselinePerS), 10);
+  t.true(result.verdict.pass);
+  t.is(result.recoveries[0]?.stalledS, 4);
+  t.is(result.recoveries[0]?.recoveredAfterS, 5.8);
+  t.regex(result.verdict.name, /payments final back within 10 s/);
+  const never = checkPaymentRecovery(keys.filter((k) => k.payment!.finalMs! < START + 20_000), [fault('redis-rollback', 20)], { startMs: START, warmupS: 10, recoveryS: 10, share: 0.8 });
+  t.false(never.verdict.pass);
+  t.is(never.recoveries[0]?.recoveredAfterS, null);
+});
+
+test('longestGapS reads the longest empty stretch after a moment, within a span', (t) => {
+  const series = [1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0];
+  t.is(longestGapS(series, 1000, 0, 8), 3);
+  t.is(longestGapS(series, 1000, 8000, 3), 3);
+  t.is(longestGapS(series, 1000, 3000, 1), 0);
+});
+
+test('medianBySecondS groups confirm → final by the second of the confirm', (t) => {
+  const keys = [paid(1, { startedMs: START + 100, finalMs: START + 1100 }), paid(2, { startedMs: START + 200, finalMs: START + 3200 }), paid(3, { startedMs: START + 300, finalMs: START + 2300 }), paid(4, { startedMs: START + 2500, finalMs: null })];
+  t.deepEqual(medianBySecondS(keys, START, 3), [2, null, null]);
+});
+
+const counts = (wait: number, delayed = 0): QueueCounts => ({ wait, active: 0, delayed, due60s: delayed, overdue: 0, failed: 0 });
+
+test('the queues around a fault: before it, their peak after it, and the stalled lines meanwhile', (t) => {
+  const samples = [
+    { atS: 19, queues: { writes: counts(1), intents: counts(0, 5) } },
+    { atS: 20, queues: null },
+    { atS: 21, queues: { writes: counts(40), intents: counts(0, 30) } },
+    { atS: 23, queues: { writes: counts(7), intents: counts(0, 12) } },
+    { atS: 40, queues: { writes: counts(99), intents: counts(0, 99) } },
+  ];
+  const stalledPerSecond = [...Array.from({ length: 21 }, () => ({})), { writes: 3 }, {}, { intents: 2 }];
+  const [around] = queuesAroundFaults({ samples, stalledPerSecond }, [fault('redis-rollback', 20), fault('worker-kill', 21)], 10);
+  t.is(around?.kind, 'redis-rollback');
+  t.deepEqual(around?.queues.writes?.before, counts(1));
+  t.is(around?.queues.writes?.peak.wait, 40);
+  t.is(around?.queues.writes?.peakAtS.wait, 1);
+  t.is(around?.queues.intents?.peak.delayed, 30);
+  t.deepEqual(around?.queues.writes?.after, counts(7));
+  t.is(around?.unreadS, 1);
+  t.deepEqual(around?.stalled, { writes: 3, intents: 2 });
+});
+
+test('stalledQueue finds the workers’ stalled-job line and its queue', (t) => {
+  t.is(stalledQueue('{"level":40,"queue":"intents","job_id":"7","msg":"job stalled: recovered for retry"}'), 'intents');
+  t.is(stalledQueue('{"level":30,"msg":"worker started"}'), null);
+});
