@@ -58,9 +58,9 @@ export interface PaymentIntentDoc extends IdempotencyFields {
   /**
    * The last mutations applied to the intent (at most HISTORY_KEEP), written in the
    * same update as the transition: a retried job finds its own entry and answers it
-   * again instead of applying anything twice. Small entries, but for the newest: it
-   * keeps the answer's body and the event's JSON until the next transition
-   * (worker/lifecycle/transition.ts).
+   * again instead of applying anything twice. Small entries: a request's answer is
+   * in `intent_mutations` (MutationDoc); the newest entry keeps its event's JSON
+   * until the next transition (worker/lifecycle/transition.ts).
    */
   history?: MutationEntry[];
   /** Attempts that ended declined or failed: past `CONFIRM_FAILURE_LIMIT`, confirms are refused. */
@@ -170,13 +170,30 @@ export interface PaymentAttempt {
 export interface MutationEntry {
   m: string;
   st: number;
-  /** The answer's body, and the event's JSON below: in the newest entry only. */
+  /** Only in entries written before the answers moved out (MutationDoc). */
   res?: string;
+  /** The event's JSON is in the newest entry only. */
   evt: { id: string; type: string; json?: string } | null;
   fu: FollowUp[];
   at: number;
   r?: string;
   x?: number;
+}
+
+/**
+ * The answer of a request's mutation of a payment intent (security review M1): the
+ * body a retry of its job answers again, kept out of the intent. Keyed by (intent,
+ * mutation) and read by `_id` only, by retries alone; swept with the idempotency
+ * keys once `expires_at` passed.
+ */
+export interface MutationDoc {
+  /** `<intent>:<mutation id>`. */
+  _id: string;
+  project: string;
+  livemode: boolean;
+  res: string;
+  /** Epoch ms. */
+  expires_at: number;
 }
 
 /** One applied mutation of a payment intent, whole (as a transition has it in memory). */

@@ -215,6 +215,11 @@ export interface OperatorOutcomeData extends Scope {
    * decided by it alone (security review M3): an outcome without one changes nothing.
    */
   result?: OperatorAnswer;
+  /**
+   * The event of the transition that scheduled this job, recorded before the job was
+   * added: its transition need not look for it (worker/lifecycle/transition.ts).
+   */
+  recorded?: string;
 }
 
 /**

@@ -1,7 +1,7 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, ConfirmInputDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, ConfirmInputDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
@@ -13,6 +13,7 @@ export interface Collections {
   idempotencyRecords: Collection<IdempotencyRecordDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
   confirmInputs: Collection<ConfirmInputDoc>;
+  intentMutations: Collection<MutationDoc>;
   refunds: Collection<RefundDoc>;
 }
 
@@ -56,6 +57,7 @@ export function collections(db: Db): Collections {
     idempotencyRecords: db.collection<IdempotencyRecordDoc>('idempotency_records'),
     idempotencyKeys: db.collection<IdempotencyKeyDoc>('idempotency_keys'),
     confirmInputs: db.collection<ConfirmInputDoc>('confirm_inputs'),
+    intentMutations: db.collection<MutationDoc>('intent_mutations'),
     refunds: db.collection<RefundDoc>('refunds'),
   };
 }

@@ -65,7 +65,8 @@ export async function scheduleCheck(
   );
 }
 
-export async function scheduleFollowUps(queue: TypedQueue<'intents'>, pi: Target, followUps: FollowUp[], now: number): Promise<void> {
+/** `recorded`: the event of the transition that asks, once recorded (OperatorOutcomeData). */
+export async function scheduleFollowUps(queue: TypedQueue<'intents'>, pi: Target, followUps: FollowUp[], now: number, recorded?: string): Promise<void> {
   for (const followUp of followUps) {
     if (followUp.kind === 'expire') {
       await scheduleExpiry(queue, pi, now, followUp.expiresAt);
@@ -79,7 +80,7 @@ export async function scheduleFollowUps(queue: TypedQueue<'intents'>, pi: Target
     }
     await queue.add(
       JOBS.operatorOutcome,
-      { paymentIntent: pi._id, project: pi.project, livemode: pi.livemode, attempt, step: followUp.step },
+      { paymentIntent: pi._id, project: pi.project, livemode: pi.livemode, attempt, step: followUp.step, ...(recorded ? { recorded } : {}) },
       { ...OPTIONS, jobId: outcomeJobId(pi._id, attempt, followUp.step), delay: followUp.delayMs },
     );
   }

@@ -16,19 +16,20 @@
  *   finishes what it had begun (the event's own document, its dispatch, the delayed
  *   jobs) instead of applying anything twice. Every step after the update is
  *   idempotent.
- * - The intent stays small however often it changes (security review M1): only the
- *   newest history entry keeps the answer's body and the event's JSON, which a
- *   retry of its job needs; the update that adds the next entry compacts it to its
- *   ids, and that transition records the compacted entry's event too (a no-op when
- *   its own job did, as it normally has), so no event is lost with its JSON. The
- *   history keeps the last HISTORY_KEEP entries. A retried job whose entry was
- *   compacted meanwhile answers the intent as it is now. So a transition costs one
- *   update of the intent and its event's batched insert, and nothing else in the
- *   store (docs/decisions/0012-newest-record-on-the-intent.md).
+ * - The intent stays small however often it changes (security review M1). A
+ *   request's answer (its body), which a retry of its job must answer again, is a
+ *   document of its own, keyed by (intent, mutation) (`intent_mutations`, swept with
+ *   the idempotency keys), inserted in a batch before the update. The event's JSON
+ *   stays in the newest history entry only: the update that adds the next entry
+ *   compacts it, once that event is known to be recorded (its follow-up job says so,
+ *   or one read finds it; else it is recorded then). The history keeps the last
+ *   HISTORY_KEEP entries. So an operator's step costs one update of the intent and
+ *   its event's batched insert, and a request's one batched insert more
+ *   (docs/decisions/0012-event-json-on-the-newest-entry.md).
  * - Infrastructure faults are thrown, so BullMQ retries the job.
  */
 import type { Filter } from 'mongodb';
-import type { MutationEntry, MutationRecord, PaymentIntentDoc } from '../../common/documents.js';
+import type { MutationDoc, MutationEntry, MutationRecord, PaymentIntentDoc } from '../../common/documents.js';
 import { errorBody } from '../../common/errors.js';
 import { idTime, type IdGenerator } from '../../common/ids.js';
 import type { Scope, TypedQueue } from '../../common/jobs.js';
@@ -79,6 +80,8 @@ export interface Mutation extends Scope {
   expiresAt?: number;
   /** The request asking, if a request is. */
   requestedBy?: string;
+  /** An event known to be recorded already (OperatorOutcomeData `recorded`): not looked for. */
+  recorded?: string;
   /** For the error body of a 402: the request's id and origin. */
   requestId: string;
   baseUrl: string;
@@ -101,6 +104,13 @@ const WITHOUT_HISTORY = { created_event: 0 } as const;
 
 /** History entries an intent keeps. */
 export const HISTORY_KEEP = 50;
+
+/** How long a request's answer is kept (a keyed one at least as long as its key). */
+const RECORD_TTL_MS = 48 * 3600_000;
+
+export function mutationDocId(intent: string, mutation: string): string {
+  return `${intent}:${mutation}`;
+}
 
 export async function transition(
   deps: TransitionDeps,
@@ -131,7 +141,7 @@ async function decideAndApply(
     const doc = await findByIdInScope(c, mutation.target, mutation, { projection: WITHOUT_HISTORY });
     if (!doc) return { kind: 'missing' };
     const done = doc.history?.find((h) => h.m === mutation.id && (h.x === undefined || h.x > deps.now()));
-    if (done) return { kind: 'applied', record: wholeRecord(doc, done), doc, again: true };
+    if (done) return { kind: 'applied', record: await wholeRecord(deps, doc, done), doc, again: true };
     const decision = decide(doc);
     if (decision.kind === 'refuse') {
       return { kind: 'refused', status: decision.status, body: errorBody(decision.detail, mutation.requestId, mutation.baseUrl) };
@@ -157,8 +167,12 @@ async function decideAndApply(
     // The entry before this one loses its large parts in this update: its event must
     // be recorded first (it is, unless its job died before recording it).
     const previous = doc.history?.at(-1);
-    if (previous?.evt?.json) await recordedBefore(deps, doc, { id: previous.evt.id, type: previous.evt.type, json: previous.evt.json });
+    if (previous?.evt?.json && previous.evt.id !== mutation.recorded) {
+      await recordedBefore(deps, doc, { id: previous.evt.id, type: previous.evt.type, json: previous.evt.json });
+    }
     const history = [...(doc.history ?? []).slice(-(HISTORY_KEEP - 1)).map(compact), newest(record)];
+    // Before the update: a request's entry in the history always has its answer.
+    if (mutation.requestedBy) await keepAnswer(deps, doc, mutation, record.res);
     // Declines and failures counted: past the limit, confirms are refused.
     const failures = decision.event === 'payment_intent.payment_failed' ? { failures: (doc.failures ?? 0) + 1 } : {};
     const filter = {
@@ -218,25 +232,41 @@ function compact(record: MutationEntry): MutationEntry {
   return { ...rest, evt: evt ? { id: evt.id, type: evt.type } : null };
 }
 
-/** The newest entry as stored: a 200 answer's body is its event's object, not kept twice. */
+/** The newest entry as stored: the answer's body is a request's own document, or not needed. */
 function newest(record: MutationRecord): MutationEntry {
-  if (record.st !== 200 || !record.evt) return record;
   const { res: _res, ...rest } = record;
   return rest;
 }
 
+/** A request's answer, inserted in a batch; a retry that decided again (the first update never applied) replaces it. */
+async function keepAnswer(deps: TransitionDeps, doc: PaymentIntentDoc, mutation: Mutation, res: string): Promise<void> {
+  const answer: MutationDoc = {
+    _id: mutationDocId(doc._id, mutation.id),
+    project: doc.project,
+    livemode: doc.livemode,
+    res,
+    expires_at: Math.max(mutation.expiresAt ?? 0, deps.now() + RECORD_TTL_MS),
+  };
+  await deps.inserts.insert(deps.collections.intentMutations, answer).catch(async (err: unknown) => {
+    if (!isDuplicateKey(err)) throw err;
+    await retryInfrastructure(() => deps.collections.intentMutations.replaceOne({ _id: answer._id }, answer), UPDATE_RETRY);
+  });
+}
+
 /**
- * A history entry as its job's retry needs it. The newest entry is whole (a 200
- * answer's body is its event's object). One compacted since (a later transition
- * applied) has lost its body: the intent as it is now answers, and its event is
+ * A history entry as its job's retry needs it: a request's answer from its own
+ * document (read by retries alone), or from the entry itself when written before
+ * the answers moved out. The intent as it is now answers for an operator's step,
+ * whose answer no one reads, and for a request's answer already swept (a retry two
+ * days late). The event's JSON is in the newest entry; one compacted since is
  * recorded already (by the transition that compacted it), so there is nothing left
  * to record ('').
  */
-function wholeRecord(doc: PaymentIntentDoc, entry: MutationEntry): MutationRecord {
-  const json = entry.evt?.json;
+async function wholeRecord(deps: TransitionDeps, doc: PaymentIntentDoc, entry: MutationEntry): Promise<MutationRecord> {
+  const kept = entry.res ?? (entry.r ? (await deps.collections.intentMutations.findOne({ _id: mutationDocId(doc._id, entry.m) }))?.res : undefined);
   return {
     ...entry,
-    res: entry.res ?? JSON.stringify(json ? (JSON.parse(json) as { data: { object: unknown } }).data.object : presentPaymentIntent(doc)),
+    res: kept ?? JSON.stringify(presentPaymentIntent(doc)),
     evt: entry.evt ? { ...entry.evt, json: entry.evt.json ?? '' } : null,
   };
 }
@@ -246,7 +276,7 @@ async function finish(deps: TransitionDeps, doc: PaymentIntentDoc, record: Mutat
   if (record.evt && record.evt.json !== '') await recordEvent(deps, doc, record.evt);
   // Once the event is recorded: the next transition, often the follow-up's, finds it.
   // The attempt the transition was about, not the intent's current one (a retry may come later).
-  if (record.fu.length > 0) await scheduleFollowUps(deps.intentsQueue, { ...doc, attempt: record.at }, record.fu, deps.now());
+  if (record.fu.length > 0) await scheduleFollowUps(deps.intentsQueue, { ...doc, attempt: record.at }, record.fu, deps.now(), record.evt?.id);
 }
 
 type Evt = NonNullable<MutationRecord['evt']>;

@@ -177,6 +177,7 @@ async function internal(
   const mutation: Mutation = {
     target: data.paymentIntent,
     id: `job:${String(job.id)}`,
+    ...('recorded' in data && data.recorded ? { recorded: data.recorded } : {}),
     project: data.project,
     livemode: data.livemode,
     requestId: '',

@@ -34,6 +34,8 @@ export async function sweepIdempotency(deps: SweepIdempotencyDeps, now: number):
     c.idempotencyKeys.deleteMany({ expires_at: { $lte: now } }),
     // Confirms' secret inputs never read (an enqueue that failed, a replay); not counted.
     c.confirmInputs.deleteMany({ expires_at: { $lte: now } }),
+    // The answers of requests' mutations of payment intents (worker/lifecycle/transition.ts); not counted.
+    c.intentMutations.deleteMany({ expires_at: { $lte: now } }),
   ]);
   return { freed: pis + endpoints + records.deletedCount };
 }
