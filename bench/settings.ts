@@ -101,8 +101,8 @@ export const settings = {
   seedBatch: envNumber('BENCH_SEED_BATCH', 5000),
   /** S6: how many intents are created, then confirmed once each. */
   s6Intents: envNumber('BENCH_S6_INTENTS', smokeDefault(500, 10)),
-  /** S6-steady: confirms sent a second, and for how long. */
-  s6Rate: envNumber('BENCH_S6_RATE', smokeDefault(100, 10)),
+  /** S6-steady: confirms sent a second (0: half of what S6 completed a second in this run), and for how long. */
+  s6Rate: envNumber('BENCH_S6_RATE', smokeDefault(0, 10)),
   s6SteadyS: envNumber('BENCH_S6_STEADY_S', smokeDefault(30, 1)),
   /** S7: how many intents are paid, then refunded once each. */
   s7Refunds: envNumber('BENCH_S7_REFUNDS', smokeDefault(300, 5)),

@@ -7,7 +7,9 @@
  *
  * - S6: `BENCH_S6_INTENTS` confirms at once, at 64 connections: a flash sale.
  * - S6-steady: `BENCH_S6_RATE` confirms a second for `BENCH_S6_STEADY_S` seconds,
- *   each sent on time whatever the answers: a busy hour below capacity.
+ *   each sent on time whatever the answers: a busy hour below capacity. By default
+ *   the rate is half of what S6 completed a second in the same run (else 20), so it
+ *   stays below this machine's capacity whatever the machine.
  *
  * Each reports completed payments a second (first confirm to last event) and the
  * confirm → event latency at p50 and p99, with where the CPU and the store's time went.
@@ -41,6 +43,7 @@ async function confirmAll(
   service: PaymentService,
   clock: EventClock,
   ids: string[],
+  rate: number,
 ): Promise<{ m: Measurement; details: Record<string, number | string | null> }> {
   const sent = new Map<string, number>();
   const request = (i: number) => ({ path: `/v1/payment_intents/${ids[i]}/confirm`, body: JSON.stringify({ phone_number: PHONE }) });
@@ -54,10 +57,10 @@ async function confirmAll(
     non2xx = r.non2xx;
     answers = { confirm_answers_per_s: round(r.answersPerS, 1), confirm_answer_p50_ms: r.p50, confirm_answer_p99_ms: r.p99, statuses: JSON.stringify(r.statuses) };
   } else {
-    progress(`S6-steady: ${settings.s6Rate} confirms a second for ${settings.s6SteadyS} s`);
-    const r = await steady(service, settings.s6Rate, ids.length, request, note);
+    progress(`S6-steady: ${rate} confirms a second for ${settings.s6SteadyS} s`);
+    const r = await steady(service, rate, ids.length, request, note);
     non2xx = r.non2xx;
-    answers = { rate_per_s: settings.s6Rate, statuses: JSON.stringify(r.statuses) };
+    answers = { rate_per_s: rate, statuses: JSON.stringify(r.statuses) };
   }
   await clock.await(SUCCEEDED, ids, 60_000);
   const done = completion(sent, clock.of(SUCCEEDED));
@@ -81,10 +84,12 @@ export async function runConfirmScenarios(mongo: MongoClient): Promise<GroupResu
     try {
       const hook = await post(`${service.baseUrl}/v1/webhook_endpoints`, service.key, { url: receiverUrl, enabled_events: [SUCCEEDED] });
       if (hook.status !== 200) throw new Error(`${id}: creating the endpoint failed: ${hook.status} ${JSON.stringify(hook.json)}`);
-      const count = id === 'S6' ? settings.s6Intents : Math.max(1, Math.round(settings.s6Rate * settings.s6SteadyS));
+      const s6PerS = measured.get('S6')?.rps ?? 0;
+      const rate = settings.s6Rate > 0 ? settings.s6Rate : s6PerS > 0 ? Math.max(1, Math.round(s6PerS / 2)) : 20;
+      const count = id === 'S6' ? settings.s6Intents : Math.max(1, Math.round(rate * settings.s6SteadyS));
       progress(`${id}: creating ${count} intents`);
       const ids = await createIntents(service, count);
-      const result = await confirmAll(id, service, clock, ids);
+      const result = await confirmAll(id, service, clock, ids, rate);
       measured.set(id, result.m);
       details[id] = result.details;
       service.api.assertRunning();
