@@ -120,16 +120,21 @@ async function runJob<N extends RequestJobName, Input>(
   const enqueue = () => (queue as unknown as Queue).add(spec.jobName, data, jobOptions);
   // Run when the results' subscription is back after Redis went away: the answer may
   // have been published meanwhile (the worker also caches a keyed one), or the job
-  // lost with Redis's data. Enqueued again under its id, it is idempotent.
+  // lost with Redis's data. Enqueued again under its id, it is idempotent. Only once
+  // this request has come to enqueueing it: before, its `beforeEnqueue` (a confirm's
+  // phone number, written to MongoDB) may still be on its way, or fail, and a job run
+  // without it fails for good, with its key's every retry waiting on that failed job.
+  let enqueuing = false;
   const recheck = async (): Promise<CreateResultMessage | null> => {
     const late = await ticket.recorded(own);
     if (late) return late;
-    if ((await queue.getJobState(jobId)) === 'unknown') await enqueue();
+    if (enqueuing && (await queue.getJobState(jobId)) === 'unknown') await enqueue();
     return null;
   };
   const waiting = deps.results.register(jobId, recheck);
   try {
     await spec.beforeEnqueue?.();
+    enqueuing = true;
     await enqueue();
   } catch (err) {
     waiting.cancel();

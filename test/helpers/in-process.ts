@@ -103,6 +103,8 @@ export interface InProcessService {
   issueKey(project: string, livemode?: boolean): Promise<string>;
   /** Forgets the api's replays in memory: the next request with a key asks Redis (and MongoDB). */
   forgetReplays(): void;
+  /** The api's result waiter: `recheckAll` is what it runs when its subscription is back after Redis went away. */
+  results: ResultWaiter;
   stop(): Promise<void>;
 }
 
@@ -143,6 +145,7 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
   return {
     baseUrl,
     forgetReplays: () => idempotency.replays.clear(),
+    results,
     async request(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };
       if (options.key) headers.Authorization = `Bearer ${options.key}`;
