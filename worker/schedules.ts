@@ -1,6 +1,16 @@
 /**
  * The repeatable housekeeping on the maintenance queue: one scheduler per sweep,
  * upserted at start-up and again whenever the queues' connection comes back.
+ *
+ * A connection that comes back may come back to a Redis that lost jobs (a restart
+ * from an old snapshot, a failover to a lagging replica): the payments' delayed
+ * operator steps among them, each due within a second of its transition. MongoDB
+ * holds every payment in flight, and the intents' sweep re-drives them from it; on
+ * its schedule alone (`INTENTS_SWEEP_INTERVAL_MS`, a minute) a payment waited up to
+ * that long. So the sweep also runs at once on a reconnect, and once more a job lock
+ * (`JOB_LOCK_MS`) later: by then the jobs that were active when Redis went away have
+ * ended, and those whose keys Redis lost are gone with their ends ("Missing key for
+ * job"). Each sweep re-adds only jobs Redis no longer knows.
  */
 import type { Redis } from 'ioredis';
 import type { Config } from '../common/config.js';
@@ -25,9 +35,21 @@ export async function scheduleHousekeeping(maintenanceQueue: TypedQueue<'mainten
   // lost the schedules too; a reconnect puts them back (upserting is idempotent).
   const onReconnect = () => {
     schedule().catch((err: Error) => logger.warn({ err: err.message }, 'could not restore the maintenance schedules'));
+    redriveIntents(maintenanceQueue, config.jobLockMs, Date.now()).catch((err: Error) => logger.warn({ err: err.message }, 'could not sweep the intents after a reconnect'));
   };
   queues.on('ready', onReconnect);
   return () => {
     queues.off('ready', onReconnect);
   };
+}
+
+/**
+ * The intents' sweep now and `laterMs` from now, as one-off jobs. Their ids name the
+ * second of the reconnect, so the workers that all see Redis come back add each once.
+ */
+export async function redriveIntents(maintenanceQueue: TypedQueue<'maintenance'>, laterMs: number, nowMs: number): Promise<void> {
+  const second = Math.floor(nowMs / 1000);
+  for (const [step, delay] of [['now', 0], ['later', laterMs]] as const) {
+    await maintenanceQueue.add(JOBS.sweepIntents, {}, { jobId: `intents-sweep-reconnect-${second}-${step}`, delay, removeOnComplete: 100, removeOnFail: 100 });
+  }
 }
