@@ -14,6 +14,8 @@ export interface FerretDBServer {
   readonly url: string;
   stop(): Promise<void>;
   restart(): Promise<void>;
+  /** SIGKILLs it (a crash) and starts it again `awayMs` later, on the same data and port. */
+  crash(awayMs?: number): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -50,6 +52,11 @@ export async function startFerretDBServer(): Promise<FerretDBServer> {
     stop,
     restart: async () => {
       await stop();
+      current = await launch(port, bin);
+    },
+    crash: async (awayMs = 0) => {
+      await current.kill('SIGKILL');
+      await new Promise((resolve) => setTimeout(resolve, awayMs));
       current = await launch(port, bin);
     },
     dispose: async () => {
