@@ -44,12 +44,18 @@ export async function scheduleHousekeeping(maintenanceQueue: TypedQueue<'mainten
 }
 
 /**
- * The intents' sweep now and `laterMs` from now, as one-off jobs. Their ids name the
- * second of the reconnect, so the workers that all see Redis come back add each once.
+ * Workers that see one Redis come back reconnect within a few seconds of each other
+ * (each on its own backoff): while a window's sweep is pending, the others' adds of
+ * it are ignored (a sweep reads every intent in flight and asks Redis about each of
+ * its jobs). A sweep that ran is removed, so another fault in the same window still
+ * gets its own.
  */
+const REDRIVE_WINDOW_MS = 10_000;
+
+/** The intents' sweep now and `laterMs` from now, as one-off jobs whose ids name the window of the reconnect. */
 export async function redriveIntents(maintenanceQueue: TypedQueue<'maintenance'>, laterMs: number, nowMs: number): Promise<void> {
-  const second = Math.floor(nowMs / 1000);
+  const window = Math.floor(nowMs / REDRIVE_WINDOW_MS);
   for (const [step, delay] of [['now', 0], ['later', laterMs]] as const) {
-    await maintenanceQueue.add(JOBS.sweepIntents, {}, { jobId: `intents-sweep-reconnect-${second}-${step}`, delay, removeOnComplete: 100, removeOnFail: 100 });
+    await maintenanceQueue.add(JOBS.sweepIntents, {}, { jobId: `intents-sweep-reconnect-${window}-${step}`, delay, removeOnComplete: true, removeOnFail: true });
   }
 }
