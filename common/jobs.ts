@@ -408,7 +408,8 @@ export interface QueueJobs {
     [JOBS.sweepIdempotency]: { data: Record<string, never>; result: { freed: number } };
     [JOBS.sweepEvents]: { data: Record<string, never>; result: { pending: number; requeued: number; released: number } };
     [JOBS.sweepIntents]: { data: Record<string, never>; result: { intents: number } };
-    [JOBS.sweepRefunds]: { data: Record<string, never>; result: { refunds: number; rebuilt: number } };
+    /** `graceMs`: how old a pending refund must be to be re-driven; absent, the sweep interval (worker/schedules.ts). */
+    [JOBS.sweepRefunds]: { data: { graceMs?: number }; result: { refunds: number; rebuilt: number } };
   };
 }
 

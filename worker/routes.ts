@@ -81,7 +81,7 @@ export function maintenanceRoutes({ config, now, collections, redis, prefix, int
   return {
     [JOBS.sweepIdempotency]: () => sweepIdempotency({ collections, redis: redis.commands, prefix }, now()),
     [JOBS.sweepIntents]: () => sweepIntents({ collections, intentsQueue }, now()),
-    [JOBS.sweepRefunds]: () => sweepRefunds({ ...refundDeps, intentsQueue }, now(), config.intentsSweepIntervalMs),
+    [JOBS.sweepRefunds]: (job) => sweepRefunds({ ...refundDeps, intentsQueue }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs),
     [JOBS.sweepEvents]: () =>
       sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs }),
   };

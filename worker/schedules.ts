@@ -52,10 +52,19 @@ export async function scheduleHousekeeping(maintenanceQueue: TypedQueue<'mainten
  */
 const REDRIVE_WINDOW_MS = 10_000;
 
-/** The intents' sweep now and `laterMs` from now, as one-off jobs whose ids name the window of the reconnect. */
+/**
+ * The intents' sweep now and `laterMs` from now, and the refunds' sweep `laterMs` from
+ * now, as one-off jobs whose ids name the window of the reconnect. The refunds' sweep
+ * re-drives the refunds made more than two job locks before it (not the sweep
+ * interval's grace): a refund step that failed while Redis was away, its retry lost
+ * with Redis, was otherwise left for a minute or two (a second step that is not
+ * needed changes nothing).
+ */
 export async function redriveIntents(maintenanceQueue: TypedQueue<'maintenance'>, laterMs: number, nowMs: number): Promise<void> {
   const window = Math.floor(nowMs / REDRIVE_WINDOW_MS);
+  const once = { removeOnComplete: true, removeOnFail: true };
   for (const [step, delay] of [['now', 0], ['later', laterMs]] as const) {
-    await maintenanceQueue.add(JOBS.sweepIntents, {}, { jobId: `intents-sweep-reconnect-${window}-${step}`, delay, removeOnComplete: true, removeOnFail: true });
+    await maintenanceQueue.add(JOBS.sweepIntents, {}, { jobId: `intents-sweep-reconnect-${window}-${step}`, delay, ...once });
   }
+  await maintenanceQueue.add(JOBS.sweepRefunds, { graceMs: 2 * laterMs }, { jobId: `refunds-sweep-reconnect-${window}`, delay: laterMs, ...once });
 }

@@ -95,8 +95,12 @@ test('the intents sweeper re-enqueues an operator answer and an expiry whose del
     const res = await service.request('GET', `/v1/payment_intents/${pi}`, { key });
     return res.body.status === 'succeeded' ? true : undefined;
   }, 30_000);
-  const events = await service.request('GET', '/v1/events?limit=10', { key });
-  const types = (events.body.data as Array<{ type: string; data: { object: { id: string } } }>).filter((e) => e.data.object.id === pi).map((e) => e.type);
+  // The event follows its transition's update: listed a moment after the status.
+  const types = await until('the succeeded event to be listed', async () => {
+    const events = await service.request('GET', '/v1/events?limit=10', { key });
+    const listed = (events.body.data as Array<{ type: string; data: { object: { id: string } } }>).filter((e) => e.data.object.id === pi).map((e) => e.type);
+    return listed.includes('payment_intent.succeeded') ? listed : undefined;
+  });
   t.deepEqual(types, ['payment_intent.succeeded', 'payment_intent.processing', 'payment_intent.requires_action', 'payment_intent.created'], 'each step once');
 });
 

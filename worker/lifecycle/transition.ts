@@ -292,13 +292,15 @@ type Evt = NonNullable<MutationRecord['evt']>;
 /**
  * Records the event: its outbox entry when an endpoint of its scope may take it,
  * then its own document, then its fan-out. In that order, an event whose document
- * exists has its deliveries recorded too (recordedBefore relies on it).
+ * exists has its deliveries recorded too (recordedBefore relies on it). Only MongoDB
+ * stands between the update and the event's document: with Redis away (a restart, a
+ * rollback that may also lose this job's retry) an endpoint is assumed to want it,
+ * and the outbox sweeper delivers what the fan-out could not.
  */
 async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt): Promise<void> {
   const scope = { project: doc.project, livemode: doc.livemode };
-  const fanOut = (await scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, evt.type))
-    ? await recordOutgoing(deps, { id: evt.id, ...scope, type: evt.type, json: evt.json })
-    : null;
+  const hooked = await scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, evt.type).catch(() => true);
+  const fanOut = hooked ? await recordOutgoing(deps, { id: evt.id, ...scope, type: evt.type, json: evt.json }) : null;
   await deps.inserts
     .insert(deps.collections.events, { _id: evt.id, ...scope, type: evt.type, object_id: doc._id, json: evt.json, created_ms: idTime(evt.id) })
     .catch((err: unknown) => {

@@ -60,10 +60,13 @@ export async function ensureRefundDoc(deps: RecordDeps, intent: PaymentIntentDoc
   return stored;
 }
 
-/** Records an event (once) and hands it to delivery. */
+/**
+ * Records an event (once) and hands it to delivery. With Redis away (a restart, a
+ * rollback that may also lose this job's retry) an endpoint is assumed to want it:
+ * its outbox entry is written, and the outbox sweeper delivers what the fan-out could not.
+ */
 async function recordEvent(deps: RecordDeps, scope: Scope, event: { id: string; type: string; objectId: string; object: () => unknown }): Promise<void> {
-  const hooked = scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, event.type);
-  hooked.catch(() => undefined); // awaited below
+  const hooked = scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, event.type).catch(() => true);
   let json = buildEventJson({ id: event.id, type: event.type, created: Math.floor(idTime(event.id) / 1000), livemode: scope.livemode, object: event.object() });
   try {
     await deps.inserts.insert(deps.collections.events, { _id: event.id, ...scope, type: event.type, object_id: event.objectId, json, created_ms: idTime(event.id) });
