@@ -250,7 +250,7 @@ const schema = Joi.object({
   IDEMPOTENCY_TTL_MS: Joi.number().integer().min(1000).default(48 * HOUR),
   IDEMPOTENCY_LOCK_MS: Joi.number().integer().min(1000).max(30_000).default(30_000),
   IDEMPOTENCY_SWEEP_MS: Joi.number().integer().min(100).default(10 * MINUTE),
-  JOB_LOCK_MS: Joi.number().integer().min(1000).default(5_000),
+  JOB_LOCK_MS: Joi.number().integer().min(1000).default(3_000),
   METRICS_PORT: Joi.number().integer().min(0).max(65535).default(0),
   PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).empty(''),
   WEBHOOK_RETRY_SCHEDULE_MS: msList.default(DEFAULT_RETRY_SCHEDULE_MS.join(',')),
