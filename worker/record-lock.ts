@@ -35,12 +35,10 @@
  * 1.3 job locks, docs/decisions/0010) had long undone. The cost is a renewal a second
  * per held lock, pipelined on the process's command connection; a holder whose
  * event loop stalls past two renewals loses its lock, which the check below catches.
- * A transition renews it once more before it waits for the write gate, and right
- * before its update checks, without a round trip, that the lease it knows of
- * (`holds`) still has a margin left and no renewal since found the lock gone. So a
- * holder that lost it (Redis failed over, the process stalled) does not write under
- * a lock that another has taken since, unless Redis loses the lock within one
- * renewal period before the write, or the write outlasts the lease.
+ * A transition renews it once more right before its update, so a holder that lost
+ * it anyway (Redis failed over, the process stalled) does not write under a lock
+ * that another has taken since, unless Redis loses the lock again, or the write
+ * takes longer than `ttlMs`, between that renewal and the write.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -117,8 +115,6 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export class RecordLock {
   private token = '';
   private heartbeat: NodeJS.Timeout | null = null;
-  /** Until when (epoch ms) the lock is this holder's at least, counted from before each acquire or renewal was sent; 0 once one found it gone. */
-  private leaseEnd = 0;
 
   constructor(
     private readonly redis: Redis,
@@ -131,10 +127,8 @@ export class RecordLock {
     const token = randomBytes(16).toString('hex');
     const deadline = Date.now() + this.options.waitMs;
     for (;;) {
-      const sentAt = Date.now();
       if ((await this.redis.set(this.key, token, 'PX', this.options.ttlMs, 'NX')) === 'OK') {
         this.token = token;
-        this.leaseEnd = sentAt + this.options.ttlMs;
         this.stopHeartbeat();
         this.heartbeat = setInterval(() => void this.renew().catch(() => false), Math.floor(this.options.ttlMs / 3));
         this.heartbeat.unref();
@@ -147,21 +141,12 @@ export class RecordLock {
 
   /** Extends the lock for another `ttlMs`; false when it is no longer this holder's. */
   async renew(): Promise<boolean> {
-    const sentAt = Date.now();
-    const renewed = (await this.redis.eval(RENEW, 1, this.key, this.token, String(this.options.ttlMs))) === 1;
-    this.leaseEnd = renewed ? Math.max(this.leaseEnd, sentAt + this.options.ttlMs) : 0;
-    return renewed;
-  }
-
-  /** True while the lease known here lasts `marginMs` more, and no renewal found the lock gone: no round trip. */
-  holds(marginMs: number): boolean {
-    return Date.now() + marginMs < this.leaseEnd;
+    return (await this.redis.eval(RENEW, 1, this.key, this.token, String(this.options.ttlMs))) === 1;
   }
 
   /** Frees the lock if it is still this holder's. Never throws: an unreleased lock expires. */
   async release(): Promise<void> {
     this.stopHeartbeat();
-    this.leaseEnd = 0;
     await this.redis.eval(RELEASE, 1, this.key, this.token).catch(() => undefined);
   }
 
