@@ -28,17 +28,14 @@
  * The lock expires by itself (`ttlMs`) unless its holder renews it: a live holder
  * renews it every third of that while it waits (the write gate, a slow database), so
  * only a worker that died lets it expire, delaying that record's next write by at
- * most `ttlMs`. That delay is why the lock is short (3 s, renewed every second): a
- * worker is SIGKILLed holding the locks of every transition it had in flight (a
- * hundred under load, most waiting at the write gate), and with 10 s each of those
- * payments stood still for 10 s after a crash that its jobs' stall recovery (about
- * 1.3 job locks, docs/decisions/0010) had long undone. The cost is a renewal a second
- * per held lock, pipelined on the process's command connection; a holder whose
- * event loop stalls past two renewals loses its lock, which the check below catches.
- * A transition renews it once more right before its update, so a holder that lost
- * it anyway (Redis failed over, the process stalled) does not write under a lock
- * that another has taken since, unless Redis loses the lock again, or the write
- * takes longer than `ttlMs`, between that renewal and the write.
+ * most `ttlMs`. It stays 10 s: with 3 s (renewed every second), a killed worker's
+ * payments were taken over within 3 s instead of 10, but two jobs of one step both
+ * applied in CI's second pass (STORE_PROFILE=mongodb on FerretDB, whose conditional
+ * update is not atomic), most likely a write the killed worker had sent landing
+ * after another took the lock over. A transition renews it once more right before
+ * its update, so a holder that lost it anyway (Redis failed over, the process stalled) does not write
+ * under a lock that another has taken since, unless Redis loses the lock again, or
+ * the write takes longer than `ttlMs`, between that renewal and the write.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -51,7 +48,7 @@ export interface RecordLockOptions {
   waitMs: number;
 }
 
-export const RECORD_LOCK: RecordLockOptions = { ttlMs: 3_000, waitMs: 30_000 };
+export const RECORD_LOCK: RecordLockOptions = { ttlMs: 10_000, waitMs: 30_000 };
 
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
