@@ -27,15 +27,21 @@
  *
  * The lock expires by itself (`ttlMs`) unless its holder renews it: a live holder
  * renews it every third of that while it waits (the write gate, a slow database), so
- * only a worker that died lets it expire, delaying that record's next write by at
- * most `ttlMs`. It stays 10 s: with 3 s (renewed every second), a killed worker's
- * payments were taken over within 3 s instead of 10, but two jobs of one step both
- * applied in CI's second pass (STORE_PROFILE=mongodb on FerretDB, whose conditional
- * update is not atomic), most likely a write the killed worker had sent landing
- * after another took the lock over. A transition renews it once more right before
- * its update, so a holder that lost it anyway (Redis failed over, the process stalled) does not write
- * under a lock that another has taken since, unless Redis loses the lock again, or
- * the write takes longer than `ttlMs`, between that renewal and the write.
+ * only a worker that died (or lost Redis) lets it expire. How short it may be is
+ * bounded by the store, not by Redis: a write a killed worker had sent is still
+ * carried out by the store after the worker is gone, and must land before another
+ * worker takes the lock over. So a write under the lock is `fenced`: the lock is
+ * renewed for a whole `ttlMs` right before each send, and a holder that lost it
+ * does not send. A write so sent lands under its lock whenever the store answers it
+ * within `ttlMs`.
+ *
+ * - Payment intents (`INTENT_LOCK`, 3 s): every write under them is fenced, and the
+ *   local stack's store answers a write within about a second however busy it is
+ *   (SQLite's busy timeout is set to 1 s, scripts/lib/servers.mjs; FerretDB's own
+ *   default, 10 s, would outlast the lock). A killed worker's payments are taken
+ *   over within 3 s (docs/decisions/0015-fenced-intent-writes.md).
+ * - Everything else (`RECORD_LOCK`, 10 s): endpoints and refunds, whose writes are
+ *   not fenced and are not on a payment's path.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -49,6 +55,9 @@ export interface RecordLockOptions {
 }
 
 export const RECORD_LOCK: RecordLockOptions = { ttlMs: 10_000, waitMs: 30_000 };
+
+/** A payment intent's lock: every write under it is `fenced` (see above). */
+export const INTENT_LOCK: RecordLockOptions = { ttlMs: 3_000, waitMs: 30_000 };
 
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
@@ -90,18 +99,24 @@ export async function freeExpiredKey(
   collection: Collection<{ _id: string }>,
   id: string,
 ): Promise<boolean> {
-  const updated = await withRecordLock(redis, objectLockKey(prefix, collection.collectionName, id), () =>
-    collection.updateOne({ _id: id }, { $unset: { idem: '' } }),
-  );
+  const key = objectLockKey(prefix, collection.collectionName, id);
+  const options = collection.collectionName === 'payment_intents' ? INTENT_LOCK : RECORD_LOCK;
+  const updated = await withRecordLock(redis, key, (lock) => lock.fenced(() => collection.updateOne({ _id: id }, { $unset: { idem: '' } })), options);
+  if (updated === null) throw new Error(`${key} was lost before its key could be freed`);
   return updated.modifiedCount > 0;
 }
 
 /** Runs `work` holding the lock at `key`; throws (a retryable fault) if it stays taken past `waitMs`. */
-export async function withRecordLock<T>(redis: Redis, key: string, work: () => Promise<T>, options: RecordLockOptions = RECORD_LOCK): Promise<T> {
+export async function withRecordLock<T>(
+  redis: Redis,
+  key: string,
+  work: (lock: RecordLock) => Promise<T>,
+  options: RecordLockOptions = RECORD_LOCK,
+): Promise<T> {
   const lock = new RecordLock(redis, key, options);
   await lock.acquire();
   try {
-    return await work();
+    return await work(lock);
   } finally {
     await lock.release();
   }
@@ -139,6 +154,16 @@ export class RecordLock {
   /** Extends the lock for another `ttlMs`; false when it is no longer this holder's. */
   async renew(): Promise<boolean> {
     return (await this.redis.eval(RENEW, 1, this.key, this.token, String(this.options.ttlMs))) === 1;
+  }
+
+  /**
+   * Sends one write while this holder has the lock, renewed for a whole `ttlMs`
+   * right before it: null (nothing sent) when the lock is no longer this holder's.
+   * Each try of a retried write goes through here.
+   */
+  async fenced<T>(send: () => Promise<T>): Promise<T | null> {
+    if (!(await this.renew())) return null;
+    return send();
   }
 
   /** Frees the lock if it is still this holder's. Never throws: an unreleased lock expires. */

@@ -49,6 +49,9 @@ export interface RedisOptions extends ServerOptions {
 /** Starts redis-server on 127.0.0.1 (data and `redis-server.log` in `dir`). */
 export function startRedis(options: RedisOptions): Promise<RunningServer>;
 
+/** How long a FerretDB write waits for SQLite's lock before it fails. */
+export const SQLITE_BUSY_TIMEOUT_MS: number;
+
 /** Starts FerretDB on 127.0.0.1 (SQLite handler; data and `ferretdb.log` in `dir`). */
 export function startFerretDB(options: FerretDBOptions): Promise<RunningServer>;
 

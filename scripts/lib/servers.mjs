@@ -69,6 +69,9 @@ export async function startRedis({ dir, persistent = false, bin = findRedisServe
   return fixedPort === undefined ? startWithRetries(start) : start(fixedPort);
 }
 
+/** How long a FerretDB write waits for SQLite's lock before it fails (see startFerretDB). */
+export const SQLITE_BUSY_TIMEOUT_MS = 1000;
+
 /**
  * Starts FerretDB (SQLite handler, data under `dir`) on 127.0.0.1: on `port`
  * (tried once), or else on a free port.
@@ -84,7 +87,11 @@ export async function startFerretDB({ dir, bin = findFerretDB(), port: fixedPort
   const start = async (port) => {
     const args = [
       '--handler=sqlite',
-      `--sqlite-url=file:${sqliteDir}/`,
+      // A write waits at most 1 s for SQLite's lock, then fails and is retried by
+      // its sender (FerretDB's default waits 10 s). So a write a killed worker sent
+      // lands within about a second, before the payment intent lock it was fenced
+      // by (3 s) lets another worker take over (worker/record-lock.ts).
+      `--sqlite-url=file:${sqliteDir}/?_pragma=busy_timeout(${SQLITE_BUSY_TIMEOUT_MS})`,
       '--telemetry=disable',
       `--listen-addr=127.0.0.1:${port}`,
       debugPort === null ? '--debug-addr=-' : `--debug-addr=127.0.0.1:${debugPort}`,

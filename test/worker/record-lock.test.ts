@@ -2,15 +2,18 @@
  * The record lock (worker/record-lock.ts) against a real Redis and FerretDB: racing
  * writers of one document take turns, so neither's fields are lost, though FerretDB
  * replaces the whole document it read on every update; the idempotency sweep takes
- * each object's lock too.
+ * each object's lock too; a SIGKILLed holder's intent lock is taken over within its
+ * 3 s ttl; a write fenced by a lost lock is never sent (the store's half of the
+ * fence: ../ferretdb-busy.test.ts).
  */
+import { spawn } from 'node:child_process';
 import test from 'ava';
 import { MongoClient } from 'mongodb';
 import { Redis } from 'ioredis';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import { collections as collectionsOf } from '../../common/mongo.js';
 import { sweepIdempotency } from '../../worker/processors/sweep-idempotency.js';
-import { intentLockKey, withRecordLock } from '../../worker/record-lock.js';
+import { INTENT_LOCK, intentLockKey, RECORD_LOCK, RecordLock, withRecordLock } from '../../worker/record-lock.js';
 import { stackUrls, uniqueName } from '../helpers/service.js';
 
 interface Doc {
@@ -88,6 +91,59 @@ test.serial('a holder keeps others out until it releases; a dead holder\'s lock 
   const startedMs = Date.now();
   await withRecordLock(redis, key, async () => undefined, { ttlMs: 1000, waitMs: 5000 });
   t.true(Date.now() - startedMs >= 200, 'taken only once the dead holder\'s lock expired');
+});
+
+/** A process that takes the intent lock at `key`, says so, and holds it until it is killed. */
+function holderProcess(key: string): Promise<{ kill: () => void }> {
+  const lockModule = new URL('../../worker/record-lock.js', import.meta.url).href;
+  const script = `
+    const { Redis } = await import('ioredis');
+    const { INTENT_LOCK, RecordLock } = await import(${JSON.stringify(lockModule)});
+    const lock = new RecordLock(new Redis(process.env.REDIS_URL), process.env.LOCK_KEY, INTENT_LOCK);
+    await lock.acquire();
+    console.log('held');
+    setInterval(() => undefined, 1000);
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, REDIS_URL: stackUrls().redisUrl, LOCK_KEY: key },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code) => reject(new Error(`the holder exited (${code}) before it held the lock`)));
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('held')) resolve({ kill: () => child.kill('SIGKILL') });
+    });
+  });
+}
+
+test.serial('the intent lock of a SIGKILLed worker is taken over within its ttl (3 s), not the 10 s of other records', async (t) => {
+  const key = intentLockKey(uniqueName('killed'), 'pi_1');
+  const holder = await holderProcess(key);
+  // Held past several ttls: the holder's heartbeat keeps it while the process lives.
+  await new Promise((resolve) => setTimeout(resolve, 2 * INTENT_LOCK.ttlMs));
+  t.truthy(await redis.get(key), 'a live holder keeps its lock past its ttl');
+  holder.kill();
+  const killedMs = Date.now();
+  await withRecordLock(redis, key, async () => undefined, INTENT_LOCK);
+  const waitedMs = Date.now() - killedMs;
+  t.log(`taken over ${waitedMs} ms after the holder's death`);
+  t.true(waitedMs < RECORD_LOCK.ttlMs, `taken over only after ${waitedMs} ms`);
+});
+
+test.serial('a write fenced by a lock another has taken over is not sent; one under a held lock is', async (t) => {
+  const key = uniqueName('fenced');
+  const lock = new RecordLock(redis, key, INTENT_LOCK);
+  await lock.acquire();
+  let sent = 0;
+  t.is(await lock.fenced(async () => ++sent), 1);
+  t.true((await redis.pttl(key)) > INTENT_LOCK.ttlMs - 500, 'renewed for a whole ttl right before the send');
+  // The lock lapsed (the holder stalled, Redis lost it) and another worker took it.
+  await redis.set(key, "another worker's token", 'PX', INTENT_LOCK.ttlMs);
+  t.is(await lock.fenced(async () => ++sent), null);
+  t.is(sent, 1, 'nothing sent under the other holder');
+  await lock.release();
+  t.is(await redis.get(key), "another worker's token", "the other holder's lock is left alone");
 });
 
 test.serial("the idempotency sweep frees each expired key under its object's lock: a transition made meanwhile is kept", async (t) => {

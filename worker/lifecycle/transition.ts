@@ -43,7 +43,7 @@ import type { Redis } from 'ioredis';
 import type { Decision } from './decide.js';
 import { freezeCreateAnswer } from '../processors/mutation.js';
 import { scheduleFollowUps } from './follow-ups.js';
-import { RecordLock, intentLockKey } from '../record-lock.js';
+import { INTENT_LOCK, RecordLock, intentLockKey } from '../record-lock.js';
 import type { Gate } from './write-gate.js';
 import { retryInfrastructure } from '../../common/retry.js';
 
@@ -117,7 +117,7 @@ export async function transition(
   mutation: Mutation,
   decide: (doc: PaymentIntentDoc) => Decision,
 ): Promise<TransitionResult> {
-  const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, mutation.target));
+  const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, mutation.target), INTENT_LOCK);
   await lock.acquire();
   let result: TransitionResult;
   try {
@@ -184,15 +184,12 @@ async function decideAndApply(
     // `attempt` of a document no transition has touched yet is absent, not 0.
     if (doc.attempt === undefined) (filter as Record<string, unknown>).attempt = { $exists: false };
     const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
-    // A locked database is contention: waited out here, not a failed job.
-    const updated = await deps.writes.run(async () => {
-      // The wait for the gate may have outlived the lock: never write under another's.
-      // A round trip, not the lease known here: on a store without atomic conditional
-      // updates the lock is the only guard, and a lease checked before the wait let
-      // two jobs of one step both apply in CI (STORE_PROFILE=mongodb on FerretDB).
-      if (!(await lock.renew())) return null;
-      return retryInfrastructure(() => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history } }), UPDATE_RETRY);
-    });
+    // A locked database is contention: waited out here, not a failed job. The wait for
+    // the gate may outlive the lock: each try is fenced (../record-lock.ts), never sent
+    // under another's lock.
+    const updated = await deps.writes.run(() =>
+      retryInfrastructure(() => lock.fenced(() => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history } })), UPDATE_RETRY),
+    );
     if (updated === null) {
       await lock.acquire();
       continue; // the lock was lost meanwhile: read and decide again under the new one

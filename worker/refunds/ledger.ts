@@ -34,7 +34,7 @@ import type { ErrorDetail } from '../../common/errors.js';
 import type { Scope } from '../../common/jobs.js';
 import { findByIdInScope } from '../../common/mongo.js';
 import { retryInfrastructure } from '../../common/retry.js';
-import { intentLockKey, RecordLock } from '../record-lock.js';
+import { INTENT_LOCK, intentLockKey, RecordLock } from '../record-lock.js';
 import type { TransitionDeps } from '../lifecycle/transition.js';
 import { decideHold, decideSettle, type RefundOutcome } from './decide.js';
 
@@ -49,7 +49,7 @@ type Plan<T> = { write: false; value: T } | { write: true; set: Partial<PaymentI
 /** Reads the intent, plans, and writes the plan conditionally on the `rev` read, under the intent's lock. */
 async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (doc: PaymentIntentDoc) => Plan<T>): Promise<T | null> {
   const c = deps.collections.paymentIntents;
-  const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, target));
+  const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, target), INTENT_LOCK);
   await lock.acquire();
   try {
     for (let race = 0; race < MAX_RACES; race++) {
@@ -60,10 +60,9 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
       const rev = doc.rev ?? 0;
       const filter = { _id: doc._id, rev: doc.rev === undefined ? { $exists: false } : rev } as unknown as Filter<PaymentIntentDoc>;
       const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
-      const updated = await deps.writes.run(async () => {
-        if (!(await lock.renew())) return null;
-        return retryInfrastructure(() => c.updateOne(where, { $set: { ...planned.set, rev: rev + 1 } }), UPDATE_RETRY);
-      });
+      const updated = await deps.writes.run(() =>
+        retryInfrastructure(() => lock.fenced(() => c.updateOne(where, { $set: { ...planned.set, rev: rev + 1 } })), UPDATE_RETRY),
+      );
       if (updated === null) {
         await lock.acquire();
         continue;
