@@ -63,6 +63,12 @@ export interface PaymentIntentDoc extends IdempotencyFields {
    * until the next transition (worker/lifecycle/transition.ts).
    */
   history?: MutationEntry[];
+  /**
+   * When a transition last changed it (epoch ms): a reconnect's sweep looks there for
+   * the events of recent transitions whose jobs Redis may have lost
+   * (worker/processors/sweep-intents.ts).
+   */
+  changed_ms?: number;
   /** Attempts that ended declined or failed: past `CONFIRM_FAILURE_LIMIT`, confirms are refused. */
   failures?: number;
   /**

@@ -407,7 +407,8 @@ export interface QueueJobs {
   maintenance: {
     [JOBS.sweepIdempotency]: { data: Record<string, never>; result: { freed: number } };
     [JOBS.sweepEvents]: { data: Record<string, never>; result: { pending: number; requeued: number; released: number } };
-    [JOBS.sweepIntents]: { data: Record<string, never>; result: { intents: number } };
+    /** `recentMs`: also record the events of the transitions made that long before (a reconnect's sweeps, worker/schedules.ts). */
+    [JOBS.sweepIntents]: { data: { recentMs?: number }; result: { intents: number; recorded?: number } };
     /** `graceMs`: how old a pending refund must be to be re-driven; absent, the sweep interval (worker/schedules.ts). */
     [JOBS.sweepRefunds]: { data: { graceMs?: number }; result: { refunds: number; rebuilt: number } };
   };

@@ -159,6 +159,8 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     index(c.refunds, { payment_intent: 1, _id: -1 }, { name: 'payment_intent_id' }),
     // The sweeper's pending refunds.
     index(c.refunds, { status: 1, _id: 1 }, { name: 'status_id' }),
+    // A reconnect's sweep: the intents a transition changed lately.
+    index(c.paymentIntents, { changed_ms: 1 }, { name: 'changed_ms', sparse: true }),
     // The sweeper's intents with a pending refund.
     index(c.paymentIntents, { refunds_pending: 1 }, { name: 'refunds_pending', sparse: true }),
   ];

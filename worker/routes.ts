@@ -21,7 +21,8 @@ import { checkAttempt } from './processors/operator-check.js';
 import { createRefund, updateRefund } from './processors/refunds.js';
 import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
-import { sweepIntents } from './processors/sweep-intents.js';
+import { sweepIntents, type RecentEvents } from './processors/sweep-intents.js';
+import { recordedBefore } from './lifecycle/transition.js';
 import { sweepRefunds } from './processors/sweep-refunds.js';
 import {
   deleteWebhookEndpoint,
@@ -77,10 +78,14 @@ export function intentsRoutes({ lifecycleDeps, refundDeps, checkDeps }: JobDeps)
   };
 }
 
-export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, pending, refundDeps }: JobDeps): JobRoutes<'maintenance'> {
+export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, pending, refundDeps, lifecycleDeps }: JobDeps): JobRoutes<'maintenance'> {
   return {
     [JOBS.sweepIdempotency]: () => sweepIdempotency({ collections, redis: redis.commands, prefix }, now()),
-    [JOBS.sweepIntents]: () => sweepIntents({ collections, intentsQueue }, now()),
+    [JOBS.sweepIntents]: (job) => {
+      const recentMs = job.data.recentMs;
+      const recent: RecentEvents | undefined = recentMs === undefined ? undefined : { recentMs, record: (doc, evt) => recordedBefore(lifecycleDeps, doc, evt) };
+      return sweepIntents({ collections, intentsQueue }, now(), recent);
+    },
     [JOBS.sweepRefunds]: (job) => sweepRefunds({ ...refundDeps, intentsQueue }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs),
     [JOBS.sweepEvents]: () =>
       sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs }),

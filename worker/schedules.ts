@@ -53,6 +53,12 @@ export async function scheduleHousekeeping(maintenanceQueue: TypedQueue<'mainten
 const REDRIVE_WINDOW_MS = 10_000;
 
 /**
+ * How far back a reconnect's sweep looks for transitions whose events Redis may have
+ * lost with their jobs: a Redis back from a snapshot up to a minute old.
+ */
+const RECENT_EVENTS_MS = 60_000;
+
+/**
  * The intents' sweep now and `laterMs` from now, and the refunds' sweep `laterMs` from
  * now, as one-off jobs whose ids name the window of the reconnect. The refunds' sweep
  * re-drives the refunds made more than two job locks before it (not the sweep
@@ -64,7 +70,10 @@ export async function redriveIntents(maintenanceQueue: TypedQueue<'maintenance'>
   const window = Math.floor(nowMs / REDRIVE_WINDOW_MS);
   const once = { removeOnComplete: true, removeOnFail: true };
   for (const [step, delay] of [['now', 0], ['later', laterMs]] as const) {
-    await maintenanceQueue.add(JOBS.sweepIntents, {}, { jobId: `intents-sweep-reconnect-${window}-${step}`, delay, ...once });
+    // The later one, once the jobs Redis kept have finished theirs, also records the
+    // events of recent transitions whose jobs it lost (processors/sweep-intents.ts).
+    const data = step === 'later' ? { recentMs: RECENT_EVENTS_MS + laterMs } : {};
+    await maintenanceQueue.add(JOBS.sweepIntents, data, { jobId: `intents-sweep-reconnect-${window}-${step}`, delay, ...once });
   }
   await maintenanceQueue.add(JOBS.sweepRefunds, { graceMs: 2 * laterMs }, { jobId: `refunds-sweep-reconnect-${window}`, delay: laterMs, ...once });
 }

@@ -39,6 +39,8 @@ export interface PaymentFigures {
   eventWithoutSuccess: number;
   /** Payments with a transition recorded twice in their history. */
   transitionsTwice: number;
+  /** Some of the payments that failed the event check (up to 5 of each kind), with their newest history entry's event, to look up in the logs. */
+  samples?: Array<{ id: string; status: string; problem: string; newest: { type: string; id: string; json: boolean } | null }>;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -98,8 +100,18 @@ export async function checkPayments(db: Db, keys: KeyRecord[], budgetMs: number)
     .collection<EventDoc>('events')
     .aggregate<{ _id: string; n: number }>([{ $match: { object_id: { $in: ids }, type: 'payment_intent.succeeded' } }, { $group: { _id: '$object_id', n: { $sum: 1 } } }])
     .toArray();
-  const events = succeededEventCounts(statuses, new Map(grouped.map((g) => [g._id, g.n])));
-  const figures: PaymentFigures = { ...client, stored, ...events, transitionsTwice };
+  const counted = new Map(grouped.map((g) => [g._id, g.n]));
+  const events = succeededEventCounts(statuses, counted);
+  const samples = docs
+    .flatMap((doc) => {
+      const n = counted.get(doc._id) ?? 0;
+      const problem = doc.status === 'succeeded' ? (n === 0 ? 'no succeeded event' : n > 1 ? `${n} succeeded events` : null) : n > 0 ? 'an event, not succeeded' : null;
+      if (!problem) return [];
+      const evt = doc.history?.at(-1)?.evt;
+      return [{ id: doc._id, status: doc.status as string, problem, newest: evt ? { type: evt.type, id: evt.id, json: evt.json !== undefined } : null }];
+    })
+    .slice(0, 5);
+  const figures: PaymentFigures = { ...client, stored, ...events, transitionsTwice, ...(samples.length ? { samples } : {}) };
   const inBudget = Object.values(client.final).reduce((a, b) => a + b, 0);
   const t = client.confirmToFinalMs;
   return {
@@ -119,7 +131,8 @@ export async function checkPayments(db: Db, keys: KeyRecord[], budgetMs: number)
         pass: docs.length === ids.length && events.succeededWithoutEvent === 0 && events.succeededTwice === 0 && events.eventWithoutSuccess === 0 && transitionsTwice === 0,
         detail:
           `${docs.length}/${ids.length} payments stored ${JSON.stringify(stored)}; ${events.succeededWithoutEvent} succeeded without the event, ` +
-          `${events.succeededTwice} with two or more, ${events.eventWithoutSuccess} others with one; ${transitionsTwice} with a transition recorded twice`,
+          `${events.succeededTwice} with two or more, ${events.eventWithoutSuccess} others with one; ${transitionsTwice} with a transition recorded twice` +
+          `${samples.length ? `; e.g. ${samples.map((x) => `${x.id} (${x.problem}; newest entry ${x.newest ? `${x.newest.type} ${x.newest.id}${x.newest.json ? ', its JSON kept' : ''}` : 'none'})`).join(', ')}` : ''}`,
       },
     ],
   };

@@ -137,3 +137,45 @@ test('an operator step lost with Redis is re-driven once Redis is back, in secon
   t.log(`paid ${tookMs} ms after Redis came back`);
   t.true(tookMs < 10_000, `paid ${tookMs} ms after Redis came back`);
 });
+
+test('a final transition whose event Redis lost with its job is recorded once Redis is back', async (t) => {
+  const redis = await startRedisServer({ persistent: true });
+  t.teardown(() => redis.dispose());
+  const service = await Service.start({ workers: 1, redisUrl: redis.url, env: { SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100' } });
+  t.teardown(() => service.stop());
+  const key = await service.issueKey(uniqueName('lost-event'));
+  const created = await service.request('POST', '/v1/payment_intents', { key, body: { amount: 700, currency: 'xof' } });
+  t.is(created.status, 200, created.text);
+  const pi = created.body.id as string;
+  const confirmed = await service.request('POST', `/v1/payment_intents/${pi}/confirm`, { key, body: { operator: 'mtn_momo', phone_number: '+2250500000000' } });
+  t.is(confirmed.status, 200, confirmed.text);
+  const db = await service.db();
+  const succeededEvents = () => db.collection<{ _id: string; json: string }>('events').find({ object_id: pi, type: 'payment_intent.succeeded' }).toArray();
+  const [recorded] = await until('the payment to succeed, its event recorded', async () => {
+    const found = await succeededEvents();
+    return found.length > 0 ? found : undefined;
+  }, 20_000);
+
+  // The state a job leaves when it applied the transition and Redis lost it before it
+  // recorded the event: the intent succeeded, its newest history entry holding the
+  // event, and no event document, no outbox entry. No later transition will record it.
+  const intent = await db.collection<{ _id: string; history: Array<{ evt: { id: string; json?: string } | null }> }>('payment_intents').findOne({ _id: pi });
+  const newest = intent!.history.at(-1)!.evt!;
+  t.is(newest.id, recorded!._id, 'the event is the newest entry of the history');
+  t.truthy(newest.json, 'with its JSON: the only copy once the document is gone');
+  await db.collection<{ _id: string }>('events').deleteOne({ _id: recorded!._id });
+  await db.collection<{ _id: string }>('event_outbox').deleteOne({ _id: recorded!._id });
+
+  await redis.restart();
+  const backMs = Date.now();
+  const again = await until('the event to be recorded again', async () => {
+    const found = await succeededEvents();
+    return found.length > 0 ? found : undefined;
+  }, 20_000);
+  t.log(`recorded ${Date.now() - backMs} ms after Redis came back`);
+  t.is(again.length, 1, 'once');
+  t.is(again[0]!._id, recorded!._id, 'the same event: its id and');
+  t.is(again[0]!.json, recorded!.json, 'its body, byte for byte');
+  const listed = await service.request('GET', '/v1/events?type=payment_intent.succeeded&limit=10', { key });
+  t.deepEqual((listed.body.data as Array<{ id: string }>).map((e) => e.id), [recorded!._id], 'listed once');
+});

@@ -9,7 +9,7 @@ import { JOBS, QUEUES, type TypedQueue } from '../../common/jobs.js';
 import { redriveIntents } from '../../worker/schedules.js';
 import { stackUrls, uniqueName } from '../helpers/service.js';
 
-test('a reconnect sweeps the intents now and a job lock later, and the refunds a job lock later with a grace of two job locks; once per window', async (t) => {
+test('a reconnect sweeps the intents now and a job lock later (that one also recording the events of the last minute\'s transitions), and the refunds a job lock later with a grace of two job locks; once per window', async (t) => {
   const queue = new Queue(QUEUES.maintenance, { connection: { url: stackUrls().redisUrl }, prefix: uniqueName('redrive') });
   t.teardown(async () => {
     await queue.obliterate({ force: true });
@@ -24,7 +24,7 @@ test('a reconnect sweeps the intents now and a job lock later, and the refunds a
   const sorted = jobs.sort((a, b) => a.name.localeCompare(b.name) || a.delay - b.delay);
   t.deepEqual(sorted, [
     { name: JOBS.sweepIntents, data: {}, delay: 0 },
-    { name: JOBS.sweepIntents, data: {}, delay: 5000 },
+    { name: JOBS.sweepIntents, data: { recentMs: 65_000 }, delay: 5000 },
     { name: JOBS.sweepRefunds, data: { graceMs: 10_000 }, delay: 5000 },
   ].sort((a, b) => a.name.localeCompare(b.name) || a.delay - b.delay));
 });

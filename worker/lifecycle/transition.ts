@@ -188,7 +188,10 @@ async function decideAndApply(
     // the gate may outlive the lock: each try is fenced (../record-lock.ts), never sent
     // under another's lock.
     const updated = await deps.writes.run(() =>
-      retryInfrastructure(() => lock.fenced(() => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history } })), UPDATE_RETRY),
+      retryInfrastructure(
+        () => lock.fenced(() => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history, changed_ms: deps.now() } })),
+        UPDATE_RETRY,
+      ),
     );
     if (updated === null) {
       await lock.acquire();
@@ -304,9 +307,10 @@ async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt
 /**
  * Before a transition compacts the newest entry, whose event's JSON is nowhere else:
  * that event is recorded, by its own job normally (one read finds it), or here when
- * the job died between its update and its event.
+ * the job died between its update and its event. Also a reconnect's sweep, for the
+ * newest entries of recent transitions, whose jobs Redis may have lost.
  */
-async function recordedBefore(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt): Promise<void> {
+export async function recordedBefore(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt): Promise<void> {
   if (await deps.collections.events.findOne({ _id: evt.id }, { projection: { _id: 1 } })) return;
   await recordEvent(deps, doc, evt);
 }

@@ -15,17 +15,35 @@
  * already ran is a no-op when it runs again, since every decision re-checks the
  * intent's status and attempt. Intents past these states, the vast majority, are not
  * read: the filter is index-shaped on MongoDB ({status, expires_at}).
+ *
+ * A reconnect's sweeps (`recentMs`, worker/schedules.ts) also record the events of
+ * the transitions made within `recentMs`: a job that applied its transition and had
+ * not yet recorded its event when Redis lost it (a restart from a snapshot taken
+ * before the job began) leaves the event in the intent's newest history entry alone,
+ * and a final transition has no next one to record it. Recording is idempotent: an
+ * event recorded already costs one read by `_id` ({changed_ms} on MongoDB).
  */
+import type { PaymentIntentDoc } from '../../common/documents.js';
 import type { TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { scheduleCheck, scheduleExpiry, scheduleFollowUps } from '../lifecycle/follow-ups.js';
+
+type Evt = { id: string; type: string; json: string };
+
+export interface RecentEvents {
+  /** How far back to look (ms). */
+  recentMs: number;
+  /** Records the event of a newest history entry, unless it is (transition.ts `recordedBefore`). */
+  record: (doc: PaymentIntentDoc, evt: Evt) => Promise<void>;
+}
 
 const BATCH = 1000;
 
 export async function sweepIntents(
   deps: { collections: Collections; intentsQueue: TypedQueue<'intents'> },
   nowMs: number,
-): Promise<{ intents: number }> {
+  recent?: RecentEvents,
+): Promise<{ intents: number; recorded?: number }> {
   const now = Math.floor(nowMs / 1000);
   const docs = await deps.collections.paymentIntents
     .find(
@@ -45,5 +63,23 @@ export async function sweepIntents(
       await scheduleCheck(deps.intentsQueue, { paymentIntent: doc._id, attempt: doc.attempt ?? 0, project: doc.project, livemode: true }, doc.payment.checks, 0);
     }
   }
-  return { intents: docs.length };
+  if (!recent) return { intents: docs.length };
+  return { intents: docs.length, recorded: await recordRecentEvents(deps.collections, nowMs, recent) };
+}
+
+/** The events of the newest history entries of the intents changed within `recentMs`: how many were looked at. */
+async function recordRecentEvents(collections: Collections, nowMs: number, recent: RecentEvents): Promise<number> {
+  const changed = await collections.paymentIntents
+    .find({ changed_ms: { $gte: nowMs - recent.recentMs } }, { projection: { created_event: 0 } })
+    .limit(BATCH)
+    .toArray();
+  let looked = 0;
+  for (const doc of changed) {
+    const evt = doc.history?.at(-1)?.evt;
+    // An entry's JSON is dropped once a newer entry follows it, its event recorded.
+    if (!evt?.json) continue;
+    await recent.record(doc, { id: evt.id, type: evt.type, json: evt.json });
+    looked++;
+  }
+  return looked;
 }
