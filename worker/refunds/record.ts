@@ -18,7 +18,7 @@ import type { RefundInput, Scope } from '../../common/jobs.js';
 import { isDuplicateKey } from '../../common/mongo.js';
 import { buildEventJson, presentPaymentIntent, presentRefund } from '../../common/presenters.js';
 import { objectLockKey, withRecordLock } from '../record-lock.js';
-import { dispatchEventOnce } from '../webhooks/outbox.js';
+import { recordOutgoing, recordOutgoingFirst } from '../webhooks/outbox.js';
 import { scopeMayWant } from '../webhooks/subscriptions.js';
 import type { TransitionDeps } from '../lifecycle/transition.js';
 
@@ -61,20 +61,28 @@ export async function ensureRefundDoc(deps: RecordDeps, intent: PaymentIntentDoc
 }
 
 /**
- * Records an event (once) and hands it to delivery. With Redis away (a restart, a
- * rollback that may also lose this job's retry) an endpoint is assumed to want it:
- * its outbox entry is written, and the outbox sweeper delivers what the fan-out could not.
+ * Records an event (once) and hands it to delivery: its outbox entry when an endpoint
+ * of its scope may take it, then its own document, then its fan-out. In that order,
+ * as for a transition's event, an event whose document exists has its deliveries
+ * recorded too, though Redis lose this job's retry between the two (a rollback). With
+ * Redis away an endpoint is assumed to want it, and the outbox sweeper delivers what
+ * the fan-out could not. A retry records the JSON written first.
  */
 async function recordEvent(deps: RecordDeps, scope: Scope, event: { id: string; type: string; objectId: string; object: () => unknown }): Promise<void> {
-  const hooked = scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, event.type).catch(() => true);
+  const hooked = await scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, event.type).catch(() => true);
   let json = buildEventJson({ id: event.id, type: event.type, created: Math.floor(idTime(event.id) / 1000), livemode: scope.livemode, object: event.object() });
+  let fanOut: (() => Promise<void>) | null = null;
+  if (hooked) ({ json, fanOut } = await recordOutgoingFirst(deps, { id: event.id, ...scope, type: event.type, json }));
   try {
     await deps.inserts.insert(deps.collections.events, { _id: event.id, ...scope, type: event.type, object_id: event.objectId, json, created_ms: idTime(event.id) });
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
+    // Recorded by an earlier run: that one's JSON is delivered (its outbox entry may be gone, its deliveries done).
+    if (!fanOut) return;
     json = (await deps.collections.events.findOne({ _id: event.id }, { projection: { json: 1 } }))?.json ?? json;
+    fanOut = await recordOutgoing(deps, { id: event.id, ...scope, type: event.type, json });
   }
-  if (await hooked) await dispatchEventOnce(deps, { id: event.id, ...scope, type: event.type, json });
+  if (fanOut) await fanOut();
 }
 
 export function recordCreated(deps: RecordDeps, refund: RefundDoc, entry: RefundLedgerEntry): Promise<void> {

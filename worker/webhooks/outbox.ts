@@ -41,34 +41,46 @@ export interface OutgoingEvent extends Scope {
  * the sweeper.
  */
 export async function recordOutgoing(deps: OutboxDeps, event: OutgoingEvent): Promise<() => Promise<void>> {
+  return (await writeOutgoing(deps, event)).fanOut;
+}
+
+/**
+ * The same, for an event whose JSON a retry may build differently (a refund's, from
+ * the refund as it is then): the JSON of the entry written first stands, and is
+ * returned for the event's document. One read more, on a retry only.
+ */
+export async function recordOutgoingFirst(deps: OutboxDeps, event: OutgoingEvent): Promise<{ json: string; fanOut: () => Promise<void> }> {
+  return writeOutgoing(deps, event, true);
+}
+
+async function writeOutgoing(deps: OutboxDeps, event: OutgoingEvent, keepFirst = false): Promise<{ json: string; fanOut: () => Promise<void> }> {
   const scope = { project: event.project, livemode: event.livemode };
   // The moment of the event is its id's, the same on every retry: endpoints created
   // after it do not receive it, whoever dispatches it.
   const createdMs = idTime(event.id);
+  let json = event.json;
   // On a retried job the entry may be written again after its deliveries finished:
   // the redispatch finds the delivery jobs by their ids and adds none twice.
   await deps.inserts
-    .insert(deps.collections.outbox, { _id: event.id, ...scope, type: event.type, json: event.json, created_ms: createdMs })
-    .catch((err: unknown) => {
+    .insert(deps.collections.outbox, { _id: event.id, ...scope, type: event.type, json, created_ms: createdMs })
+    .catch(async (err: unknown) => {
       if (!isDuplicateKey(err)) throw err;
+      if (keepFirst) json = (await deps.collections.outbox.findOne({ _id: event.id }, { projection: { json: 1 } }))?.json ?? json;
     });
-  const data: DispatchEventData = { eventId: event.id, ...scope, type: event.type, createdMs };
+  return { json, fanOut: fanOutOf(deps, { eventId: event.id, ...scope, type: event.type, createdMs }, json) };
+}
+
+function fanOutOf(deps: OutboxDeps, data: DispatchEventData, json: string): () => Promise<void> {
   const enqueue = async () => {
-    await deps.eventsQueue.add(JOBS.dispatchEvent, data, { jobId: dispatchJobId(event.id) });
+    await deps.eventsQueue.add(JOBS.dispatchEvent, data, { jobId: dispatchJobId(data.eventId) });
   };
   const fanOut = deps.fanOut;
   if (!fanOut) return enqueue;
   return async () => {
     try {
-      await fanOut(data, event.json);
+      await fanOut(data, json);
     } catch {
       await enqueue();
     }
   };
-}
-
-/** Records the event and fans it out at once. */
-export async function dispatchEventOnce(deps: OutboxDeps, event: OutgoingEvent): Promise<void> {
-  const fanOut = await recordOutgoing(deps, event);
-  await fanOut();
 }

@@ -143,3 +143,33 @@ test('a connector fault (an operator 5xx or timeout) fails the step, to be retri
   t.like(now.refund, { status: 'pending', requested: false, polls: 0 });
   t.like(now.intent, { amount_held: 1200, refunds_pending: 1 });
 });
+
+test("a crash between a refund event's outbox entry and its document: the retry records the JSON written first, and the delivery stays recorded", async (t) => {
+  const c = connector({ refund: async () => ({ kind: 'failed', code: 'insufficient_funds', operatorCode: 'NOT_ENOUGH_FUNDS' }) });
+  const w = await world(c.impl);
+  const refund = await stack.mongo.collections.refunds.findOne({ _id: w.refundId });
+  // An endpoint takes every event of the scope: the event gets an outbox entry.
+  await stack.mongo.collections.webhookEndpoints.insertOne({
+    _id: uniqueName('we'), project: refund!.project, livemode: true, url: 'https://hooks.example/', enabled_events: ['*'], description: null,
+    metadata: [], status: 'enabled', secret: 'whsec_test', created: 1, failing_since: null, disabled_reason: null,
+  });
+  // The event's document cannot be written (the process dies there): the step fails.
+  const real = w.deps.inserts;
+  w.deps.inserts = {
+    insert: (collection: { collectionName: string }, doc: unknown) =>
+      collection.collectionName === 'events' ? Promise.reject(new Error('killed')) : real.insert(collection as never, doc as never),
+  } as unknown as InsertBatcher;
+  await t.throwsAsync(() => w.step(0), { message: 'killed' });
+  const outbox = await stack.mongo.collections.outbox.find({ project: refund!.project, type: 'refund.failed' }).toArray();
+  t.is(outbox.length, 1, 'the outbox entry is written before the document: the sweeper delivers it whatever happens to the job');
+  t.is(await stack.mongo.collections.events.countDocuments({ project: refund!.project }), 0);
+
+  // The refund changes before the retry: the retry's own JSON would differ.
+  await stack.mongo.collections.refunds.updateOne({ _id: w.refundId }, { $set: { metadata: [{ k: 'order', v: '42' }] } });
+  w.deps.inserts = real;
+  t.deepEqual(await w.step(0), { status: 'failed' });
+  const events = await stack.mongo.collections.events.find({ project: refund!.project }).toArray();
+  t.deepEqual(events.map((e) => e.type), ['refund.failed']);
+  t.is(events[0]!._id, outbox[0]!._id);
+  t.is(events[0]!.json, outbox[0]!.json, 'the event listed is the one delivered, byte for byte');
+});
