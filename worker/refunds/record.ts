@@ -91,27 +91,23 @@ export function recordCreated(deps: RecordDeps, refund: RefundDoc, entry: Refund
 }
 
 /**
- * After the entry ended: the document takes its status, then the events are recorded:
- * `refund.succeeded` and `payment_intent.refunded` (the intent with the
- * `amount_refunded` this refund gave it), or `refund.failed`.
+ * After the entry ended: the events are recorded, `refund.succeeded` and
+ * `payment_intent.refunded` (the intent with the `amount_refunded` this refund gave
+ * it), or `refund.failed`; then the document takes its status. In that order a job
+ * lost between the two (Redis rolled back) leaves the refund `pending`, which the
+ * sweeper finishes (processors/sweep-refunds.ts), its events recorded once; the other
+ * way round a refund could end with no event at all.
  */
 export async function finishSettled(deps: RecordDeps, intent: PaymentIntentDoc, entry: RefundLedgerEntry, operatorReference?: string): Promise<RefundDoc | null> {
   if (entry.status === 'pending' || !entry.ev.settled) return null;
   const status = entry.status;
   const failure = status === 'failed' ? (entry.fr ?? 'generic_decline') : null;
-  const refund = await withRecordLock(deps.redis, refundLockKey(deps.prefix, entry.id), async () => {
-    const doc = await deps.collections.refunds.findOne({ _id: entry.id });
-    if (!doc) return null;
-    if (doc.status !== status || (operatorReference !== undefined && doc.operator_reference !== operatorReference)) {
-      const set = { status, failure_reason: failure, ...(operatorReference !== undefined ? { operator_reference: operatorReference } : {}) };
-      await deps.collections.refunds.updateOne({ _id: entry.id }, { $set: set });
-      return { ...doc, ...set };
-    }
-    return doc;
-  });
-  if (!refund) return null;
-  const scope = { project: refund.project, livemode: refund.livemode };
-  await recordEvent(deps, scope, { id: entry.ev.settled, type: status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', objectId: refund._id, object: () => presentRefund(refund) });
+  const set = { status, failure_reason: failure, ...(operatorReference !== undefined ? { operator_reference: operatorReference } : {}) };
+  const before = await deps.collections.refunds.findOne({ _id: entry.id });
+  if (!before) return null;
+  const scope = { project: before.project, livemode: before.livemode };
+  const ended = { ...before, ...set };
+  await recordEvent(deps, scope, { id: entry.ev.settled, type: status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', objectId: before._id, object: () => presentRefund(ended) });
   if (status === 'succeeded' && entry.ev.refunded) {
     await recordEvent(deps, scope, {
       id: entry.ev.refunded,
@@ -120,5 +116,13 @@ export async function finishSettled(deps: RecordDeps, intent: PaymentIntentDoc, 
       object: () => presentPaymentIntent({ ...intent, amount_refunded: entry.ar ?? intent.amount_refunded ?? 0 }),
     });
   }
-  return refund;
+  return withRecordLock(deps.redis, refundLockKey(deps.prefix, entry.id), async () => {
+    const doc = await deps.collections.refunds.findOne({ _id: entry.id });
+    if (!doc) return null;
+    if (doc.status !== status || (operatorReference !== undefined && doc.operator_reference !== operatorReference)) {
+      await deps.collections.refunds.updateOne({ _id: entry.id }, { $set: set });
+      return { ...doc, ...set };
+    }
+    return doc;
+  });
 }

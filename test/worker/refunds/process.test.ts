@@ -144,7 +144,7 @@ test('a connector fault (an operator 5xx or timeout) fails the step, to be retri
   t.like(now.intent, { amount_held: 1200, refunds_pending: 1 });
 });
 
-test("a crash between a refund event's outbox entry and its document: the retry records the JSON written first, and the delivery stays recorded", async (t) => {
+test("a crash between a refund event's outbox entry and its document: the refund stays pending, the retry records the JSON written first, and the delivery stays recorded", async (t) => {
   const c = connector({ refund: async () => ({ kind: 'failed', code: 'insufficient_funds', operatorCode: 'NOT_ENOUGH_FUNDS' }) });
   const w = await world(c.impl);
   const refund = await stack.mongo.collections.refunds.findOne({ _id: w.refundId });
@@ -163,6 +163,7 @@ test("a crash between a refund event's outbox entry and its document: the retry 
   const outbox = await stack.mongo.collections.outbox.find({ project: refund!.project, type: 'refund.failed' }).toArray();
   t.is(outbox.length, 1, 'the outbox entry is written before the document: the sweeper delivers it whatever happens to the job');
   t.is(await stack.mongo.collections.events.countDocuments({ project: refund!.project }), 0);
+  t.like(await stack.mongo.collections.refunds.findOne({ _id: w.refundId }), { status: 'pending' }, 'still pending without its event: the sweeper finishes it if the job is lost');
 
   // The refund changes before the retry: the retry's own JSON would differ.
   await stack.mongo.collections.refunds.updateOne({ _id: w.refundId }, { $set: { metadata: [{ k: 'order', v: '42' }] } });
