@@ -24,12 +24,19 @@ export interface StoreProfile {
   writesInFlight: number;
   /** Default of `WORKER_TRANSITION_WRITES_IN_FLIGHT`: how many of those may be transition updates. */
   transitionWritesInFlight: number;
+  /**
+   * Default of `WORKER_INTENTS_CONCURRENCY`: the intents queue's jobs a worker takes
+   * at once. Each transition holds its intent's lock while it waits for a transition
+   * lane; with one lane, more jobs only wait there, and a worker killed meanwhile
+   * leaves every one of them (its job to be found stalled, its lock to lapse).
+   */
+  intentsConcurrency: number;
 }
 
 export const STORE_PROFILES: Readonly<Record<StoreProfileName, StoreProfile>> = {
-  mongodb: { name: 'mongodb', atomicConditionalUpdates: true, writesInFlight: 32, transitionWritesInFlight: 16 },
+  mongodb: { name: 'mongodb', atomicConditionalUpdates: true, writesInFlight: 32, transitionWritesInFlight: 16, intentsConcurrency: 64 },
   // One writer (SQLite): more writes in flight only queue inside the database.
-  ferretdb: { name: 'ferretdb', atomicConditionalUpdates: false, writesInFlight: 2, transitionWritesInFlight: 1 },
+  ferretdb: { name: 'ferretdb', atomicConditionalUpdates: false, writesInFlight: 2, transitionWritesInFlight: 1, intentsConcurrency: 4 },
 };
 
 /** The profile of the server behind `db`: one `buildInfo`, whose `ferretdbVersion` names the local stack's server. */

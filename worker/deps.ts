@@ -83,6 +83,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   // One gate for the process's batched inserts and transition updates (write-gate.ts).
   const writesInFlight = config.workerWritesInFlight ?? storeProfile.writesInFlight;
   const transitionWritesInFlight = Math.min(writesInFlight, config.workerTransitionWritesInFlight ?? storeProfile.transitionWritesInFlight);
+  const intentsConcurrency = config.workerIntentsConcurrency ?? storeProfile.intentsConcurrency;
   const writes = new WriteGate(writesInFlight);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
   const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
@@ -146,6 +147,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     writesQueue,
     writesInFlight,
     transitionWritesInFlight,
+    intentsConcurrency,
     createDeps,
     pending,
     deliverDeps,

@@ -70,7 +70,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   const { first, pending } = jobs;
   const common = workerOptions(config, redis.workers);
   const writes = startTypedWorker(QUEUES.writes, routeJobs(writesRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
-  const intents = startTypedWorker(QUEUES.intents, routeJobs(intentsRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
+  const intents = startTypedWorker(QUEUES.intents, routeJobs(intentsRoutes(jobs)), { ...common, concurrency: jobs.intentsConcurrency });
   const maintenance = startTypedWorker(QUEUES.maintenance, routeJobs(maintenanceRoutes(jobs)), { ...common, concurrency: 1 });
   const stopSchedules = await scheduleHousekeeping(jobs.maintenanceQueue, config, redis.queues, logger);
   const events = startTypedWorker(QUEUES.events, routeJobs(eventsRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
@@ -119,7 +119,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   };
 }
 
-function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, { writesInFlight, transitionWritesInFlight }: Pick<JobDeps, 'writesInFlight' | 'transitionWritesInFlight'>): void {
+function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, { writesInFlight, transitionWritesInFlight, intentsConcurrency }: Pick<JobDeps, 'writesInFlight' | 'transitionWritesInFlight' | 'intentsConcurrency'>): void {
   logger.info(
     {
       concurrency: config.workerConcurrency,
@@ -128,6 +128,7 @@ function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, 
       store_profile: storeProfile.name,
       writes_in_flight: writesInFlight,
       transition_writes_in_flight: transitionWritesInFlight,
+      intents_concurrency: intentsConcurrency,
     },
     'worker started',
   );

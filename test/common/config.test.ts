@@ -40,7 +40,9 @@ test('the store profile is detected unless STORE_PROFILE forces one of the known
 });
 
 test("the worker's write-gate widths default to the store profile's, and may be set", (t) => {
-  t.like(loadConfig(minimal), { workerWritesInFlight: null, workerTransitionWritesInFlight: null });
+  t.like(loadConfig(minimal), { workerWritesInFlight: null, workerTransitionWritesInFlight: null, workerIntentsConcurrency: null });
+  t.like(loadConfig({ ...minimal, WORKER_INTENTS_CONCURRENCY: '12' }), { workerIntentsConcurrency: 12 });
+  t.throws(() => loadConfig({ ...minimal, WORKER_INTENTS_CONCURRENCY: '0' }), { instanceOf: ConfigError });
   t.like(loadConfig({ ...minimal, WORKER_WRITES_IN_FLIGHT: '8', WORKER_TRANSITION_WRITES_IN_FLIGHT: '3' }), {
     workerWritesInFlight: 8,
     workerTransitionWritesInFlight: 3,

@@ -23,9 +23,10 @@ test('a worker runs the profile the run forces, or the one its server answers to
     store_profile: expected,
     writes_in_flight: profile.writesInFlight,
     transition_writes_in_flight: profile.transitionWritesInFlight,
+    intents_concurrency: profile.intentsConcurrency,
   });
 
   const other: StoreProfileName = expected === 'mongodb' ? 'ferretdb' : 'mongodb';
-  const forced = await service.startWorker({ STORE_PROFILE: other, WORKER_WRITES_IN_FLIGHT: '5', WORKER_TRANSITION_WRITES_IN_FLIGHT: '2' });
-  t.like(await started(forced), { store_profile: other, writes_in_flight: 5, transition_writes_in_flight: 2 });
+  const forced = await service.startWorker({ STORE_PROFILE: other, WORKER_WRITES_IN_FLIGHT: '5', WORKER_TRANSITION_WRITES_IN_FLIGHT: '2', WORKER_INTENTS_CONCURRENCY: '7' });
+  t.like(await started(forced), { store_profile: other, writes_in_flight: 5, transition_writes_in_flight: 2, intents_concurrency: 7 });
 });
