@@ -86,7 +86,7 @@ export const settings = {
   mongoUrl: process.env.MONGODB_URL ?? '',
   /** The service's knobs passed on to its processes when set (otherwise its defaults): the group commit ones, to measure what each buys. */
   serviceEnv: Object.fromEntries(
-    ['WORKER_CONCURRENCY', 'CREATE_BATCH_MAX', 'CREATE_BATCH_WAIT_MS', 'WORKER_WRITES_IN_FLIGHT', 'WORKER_TRANSITION_WRITES_IN_FLIGHT', 'STORE_PROFILE']
+    ['WORKER_CONCURRENCY', 'WORKER_INTENTS_CONCURRENCY', 'CREATE_BATCH_MAX', 'CREATE_BATCH_WAIT_MS', 'WORKER_WRITES_IN_FLIGHT', 'WORKER_TRANSITION_WRITES_IN_FLIGHT', 'STORE_PROFILE']
       .map((name) => [name, process.env[name]] as const)
       .filter((entry): entry is readonly [string, string] => Boolean(entry[1])),
   ),
