@@ -36,9 +36,10 @@
  * within `ttlMs`.
  *
  * - Payment intents (`INTENT_LOCK`, 3 s): every write under them is fenced, and the
- *   local stack's store answers a write within about a second however busy it is
- *   (SQLite's busy timeout is set to 1 s, scripts/lib/servers.mjs; FerretDB's own
- *   default, 10 s, would outlast the lock). A killed worker's payments are taken
+ *   local stack's store waits at most a second for SQLite's lock before it fails a
+ *   write (its busy timeout, set in scripts/lib/servers.mjs; FerretDB's own default,
+ *   10 s, would outlast the lock). A store starved of CPU for seconds is the case
+ *   left open (docs/storage.md). A killed worker's payments are taken
  *   over within 3 s (docs/decisions/0015-fenced-intent-writes.md).
  * - Everything else (`RECORD_LOCK`, 10 s): endpoints and refunds, whose writes are
  *   not fenced and are not on a payment's path.

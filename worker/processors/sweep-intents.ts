@@ -71,6 +71,8 @@ export async function sweepIntents(
 async function recordRecentEvents(collections: Collections, nowMs: number, recent: RecentEvents): Promise<number> {
   const changed = await collections.paymentIntents
     .find({ changed_ms: { $gte: nowMs - recent.recentMs } }, { projection: { created_event: 0 } })
+    // The newest first: what a rollback loses is its last seconds.
+    .sort({ changed_ms: -1 })
     .limit(BATCH)
     .toArray();
   let looked = 0;
