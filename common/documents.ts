@@ -263,19 +263,16 @@ export interface IdempotencyRecordDoc {
  * unique `idem` field decides). Written on every store, in the create's group commit.
  */
 /**
- * A confirm's secret input (the payer's full phone number, the one-time code), kept
- * out of Redis (security review M2): the api inserts it under the request's id
- * before it enqueues the confirm, whose job data carries neither; the worker reads
- * it by `_id` and deletes it once the confirm is answered. One never read (the
- * enqueue failed) is swept once it expires.
+ * A key of the service's own, made once by the first process that needs it: today
+ * the one that seals a confirm's phone number and code in its job (common/input-seal.ts).
  */
-export interface ConfirmInputDoc {
-  /** The confirm request's id (its job's `data.id`). */
+export interface ServiceKeyDoc {
+  /** What the key is for: `confirm_input`. */
   _id: string;
-  phone_number: string;
-  otp: string | null;
+  /** Base64: 32 random bytes. */
+  key: string;
   /** Epoch ms. */
-  expires_at: number;
+  created_ms: number;
 }
 
 export interface IdempotencyKeyDoc {

@@ -186,12 +186,13 @@ export interface PaymentIntentUpdateInput {
 }
 
 /**
- * No phone number and no one-time code: Redis holds no secret, and the dashboard
- * shows job data. They wait in MongoDB (`confirm_inputs`, ConfirmInputDoc) under the
- * request's id, `id`.
+ * No phone number and no one-time code in the clear: Redis holds no secret, and the
+ * dashboard shows job data. They ride in `sealed`, under the service's key and bound
+ * to the request's id, `id` (common/input-seal.ts).
  */
 export interface ConfirmPaymentIntentData extends MutationJobBase {
   input: ConfirmPublicInput;
+  sealed: string;
 }
 export interface CancelPaymentIntentData extends MutationJobBase {
   input: CancelInput;

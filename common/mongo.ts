@@ -1,7 +1,7 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, ConfirmInputDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, ServiceKeyDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
@@ -12,7 +12,7 @@ export interface Collections {
   events: Collection<EventDoc>;
   idempotencyRecords: Collection<IdempotencyRecordDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
-  confirmInputs: Collection<ConfirmInputDoc>;
+  serviceKeys: Collection<ServiceKeyDoc>;
   intentMutations: Collection<MutationDoc>;
   refunds: Collection<RefundDoc>;
 }
@@ -56,7 +56,7 @@ export function collections(db: Db): Collections {
     events: db.collection<EventDoc>('events'),
     idempotencyRecords: db.collection<IdempotencyRecordDoc>('idempotency_records'),
     idempotencyKeys: db.collection<IdempotencyKeyDoc>('idempotency_keys'),
-    confirmInputs: db.collection<ConfirmInputDoc>('confirm_inputs'),
+    serviceKeys: db.collection<ServiceKeyDoc>('service_keys'),
     intentMutations: db.collection<MutationDoc>('intent_mutations'),
     refunds: db.collection<RefundDoc>('refunds'),
   };

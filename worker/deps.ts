@@ -5,6 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Config } from '../common/config.js';
+import { InputSeal } from '../common/input-seal.js';
 import type { IdGenerator } from '../common/ids.js';
 import { openQueue, QUEUES, type DispatchEventData } from '../common/jobs.js';
 import { logQueueErrors, type Logger } from '../common/logger.js';
@@ -119,6 +120,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     // live intents (security review M3; docs/payments.md, "Live operators").
     connectors: liveConnectors(config, { redis: redis.commands, db: mongo.db, prefix }),
     publicBaseUrl: config.publicBaseUrl,
+    inputSeal: new InputSeal(collections.serviceKeys),
     // Transition updates hold at most their share of the slots: the inserts keep the rest.
     writes: through(new WriteGate(transitionWritesInFlight), writes),
     atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,

@@ -41,13 +41,8 @@ export interface CreateSpec<N extends RequestJobName, Input> {
    * default computed from it (expires_at) agrees with `created` to the second.
    */
   validate: (body: Record<string, unknown>, encoding: BodyEncoding, now: number) => Input;
-  /**
-   * Once the key is claimed (nothing to replay, nothing in flight), just before the
-   * job is enqueued: what the job needs that must not be in its data (a confirm's
-   * phone number). A throw answers the request as a failed enqueue does.
-   */
-  beforeEnqueue?: () => Promise<void>;
-  jobData: (base: RequestJobBase, input: Input) => RequestJobData<N>;
+  /** The job's data; async where part of it is sealed (a confirm's phone number). */
+  jobData: (base: RequestJobBase, input: Input) => RequestJobData<N> | Promise<RequestJobData<N>>;
 }
 
 export type CreateHandler = <N extends RequestJobName, Input>(ctx: Ctx, spec: CreateSpec<N, Input>) => Promise<void>;
@@ -95,7 +90,7 @@ async function runJob<N extends RequestJobName, Input>(
 ): Promise<CreateResultMessage | null> {
   const id = own.objectId;
   const jobId = ticket.jobId(id);
-  const data = spec.jobData(
+  const data = await spec.jobData(
     {
       id,
       project: ctx.state.key!.project,
@@ -120,21 +115,15 @@ async function runJob<N extends RequestJobName, Input>(
   const enqueue = () => (queue as unknown as Queue).add(spec.jobName, data, jobOptions);
   // Run when the results' subscription is back after Redis went away: the answer may
   // have been published meanwhile (the worker also caches a keyed one), or the job
-  // lost with Redis's data. Enqueued again under its id, it is idempotent. Only once
-  // this request has come to enqueueing it: before, its `beforeEnqueue` (a confirm's
-  // phone number, written to MongoDB) may still be on its way, or fail, and a job run
-  // without it fails for good, with its key's every retry waiting on that failed job.
-  let enqueuing = false;
+  // lost with Redis's data. Enqueued again under its id, it is idempotent.
   const recheck = async (): Promise<CreateResultMessage | null> => {
     const late = await ticket.recorded(own);
     if (late) return late;
-    if (enqueuing && (await queue.getJobState(jobId)) === 'unknown') await enqueue();
+    if ((await queue.getJobState(jobId)) === 'unknown') await enqueue();
     return null;
   };
   const waiting = deps.results.register(jobId, recheck);
   try {
-    await spec.beforeEnqueue?.();
-    enqueuing = true;
     await enqueue();
   } catch (err) {
     waiting.cancel();

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import { JOBS, type Scope } from '../../common/jobs.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
-import type { ConfirmInputDoc } from '../../common/documents.js';
+import { InputSeal } from '../../common/input-seal.js';
 import type { AppDeps, Ctx, State } from '../context.js';
 import type { CreateHandler } from '../handlers/create.js';
 import type { Guards } from '../middleware/guards.js';
@@ -11,9 +11,6 @@ import { parseListQuery } from '../schemas/lists.js';
 import { parsePaymentIntentCreate } from '../schemas/payment-intents.js';
 import { parseCancel, parseConfirm, parseUpdate } from '../schemas/payment-intent-lifecycle.js';
 import { rejectQuery } from '../schemas/query.js';
-
-/** How long a confirm's secret input waits for its job at most (the sweeper deletes it after). */
-const CONFIRM_INPUT_TTL_MS = 3600_000;
 
 /** How many intents found by a mutation's existence check each api process remembers. */
 const KNOWN_INTENTS = 100_000;
@@ -95,23 +92,23 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
     });
   });
 
-  // The payer's phone number and one-time code go to MongoDB under the request's id,
-  // never into the job (Redis holds no secret); the worker reads and deletes them.
+  // The payer's phone number and one-time code ride in the job sealed, under a key
+  // Redis never holds (common/input-seal.ts); the key is loaded before anything is claimed.
+  const seal = new InputSeal(deps.mongo.collections.serviceKeys);
   router.post(`${url}/:id/confirm`, ...guards.write, async (ctx) => {
-    let secret: ConfirmInputDoc | null = null;
     await create(ctx, {
       jobName: JOBS.confirmPaymentIntent,
       removeOnComplete: true,
-      validate: (body, encoding, now) => {
-        const input = parseConfirm(body, { operators: deps.config.operators, now, encoding });
-        secret = { _id: ctx.state.requestId, phone_number: input.phone_number, otp: input.otp, expires_at: deps.now() + CONFIRM_INPUT_TTL_MS };
-        return input;
+      validate: (body, encoding, now) => parseConfirm(body, { operators: deps.config.operators, now, encoding }),
+      precheck: async () => {
+        await Promise.all([exists(ctx)(), seal.ready()]);
       },
-      precheck: exists(ctx),
-      beforeEnqueue: async () => {
-        if (secret) await deps.mongo.collections.confirmInputs.insertOne(secret);
-      },
-      jobData: (base, { phone_number: _phone, otp: _otp, ...input }) => ({ ...base, target: ctx.params.id as string, input }),
+      jobData: async (base, { phone_number, otp, ...input }) => ({
+        ...base,
+        target: ctx.params.id as string,
+        input,
+        sealed: await seal.seal(base.id, { phone_number, otp }),
+      }),
     });
   });
 

@@ -6,6 +6,7 @@
  */
 import { UnrecoverableError, type Job } from 'bullmq';
 import { randomBase62 } from '../../common/ids.js';
+import type { InputSeal, SecretInput } from '../../common/input-seal.js';
 import type {
   CancelPaymentIntentData,
   ConfirmPaymentIntentData,
@@ -33,6 +34,8 @@ export interface LifecycleDeps extends TransitionDeps, MutationDeps {
   logger: Logger;
   /** `PUBLIC_BASE_URL`: where live operators send their callbacks and payers back. */
   publicBaseUrl?: string | null;
+  /** Opens a confirm's sealed phone number and code. */
+  inputSeal: InputSeal;
 }
 
 type RequestData = ConfirmPaymentIntentData | CancelPaymentIntentData | UpdatePaymentIntentData;
@@ -100,28 +103,31 @@ function attemptLimit(limit: number): Decision {
 }
 
 /**
- * The confirm's secret input (phone number, one-time code) is read from MongoDB by
- * the request's id, never from the job (common/documents.ts, ConfirmInputDoc), and
- * deleted once the confirm is answered. A retried job that finds it gone has applied
- * its confirm already (its answer is in the intent's history, or recorded for its
- * key): it never needs to decide again.
+ * The confirm's secret input (phone number, one-time code) is opened from the job's
+ * `sealed` (common/input-seal.ts), never logged, and kept only for the attempt. One
+ * that does not open (sealed under another service's key) fails the job for good.
  */
 export async function confirmPaymentIntent(deps: LifecycleDeps, job: Job<ConfirmPaymentIntentData>): Promise<CreateJobResult> {
-  const inputs = deps.collections.confirmInputs;
-  const secret = await inputs.findOne({ _id: job.data.id });
+  const secret = await openSealed(deps, job.data);
   const decide = (doc: PaymentIntentDoc, ctx: DecideContext): Decision => {
     // A new attempt of an intent declined too often: refused, before anything is asked of an operator.
     if (doc.status === 'new' && (doc.failures ?? 0) >= deps.confirmFailureLimit) return attemptLimit(deps.confirmFailureLimit);
-    if (!secret) throw new UnrecoverableError(`confirm ${job.data.id}: its phone number is gone, and it was never applied`);
-    return decideConfirm(doc, { ...job.data.input, phone_number: secret.phone_number, otp: secret.otp }, ctx);
+    return decideConfirm(doc, { ...job.data.input, ...secret }, ctx);
   };
   // Live mode's push operators are asked by the attempt's first check, once the
   // attempt is recorded (processors/operator-check.ts); a redirect operator's checkout
   // is asked for here, since its link is the confirm's answer.
-  const liveRedirect = secret ? await askLiveRedirect(deps, job.data, secret.phone_number) : null;
-  const answered = await request(deps, job, decide, liveRedirect);
-  if (secret) await inputs.deleteOne({ _id: secret._id });
-  return answered;
+  const liveRedirect = await askLiveRedirect(deps, job.data, secret.phone_number);
+  return request(deps, job, decide, liveRedirect);
+}
+
+async function openSealed(deps: LifecycleDeps, data: ConfirmPaymentIntentData): Promise<SecretInput> {
+  await deps.inputSeal.ready();
+  try {
+    return await deps.inputSeal.open(data.id, data.sealed);
+  } catch {
+    throw new UnrecoverableError(`confirm ${data.id}: its sealed phone number does not open with this service's key`);
+  }
 }
 
 /**

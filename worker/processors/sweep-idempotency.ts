@@ -32,8 +32,6 @@ export async function sweepIdempotency(deps: SweepIdempotencyDeps, now: number):
     c.idempotencyRecords.deleteMany({ expires_at: { $lte: now } }),
     // The creates' pointers (worker/processors/create.ts) go with their keys; not counted.
     c.idempotencyKeys.deleteMany({ expires_at: { $lte: now } }),
-    // Confirms' secret inputs never read (an enqueue that failed, a replay); not counted.
-    c.confirmInputs.deleteMany({ expires_at: { $lte: now } }),
     // The answers of requests' mutations of payment intents (worker/lifecycle/transition.ts); not counted.
     c.intentMutations.deleteMany({ expires_at: { $lte: now } }),
   ]);
