@@ -19,6 +19,7 @@ import type { CheckDeps } from './processors/operator-check.js';
 import { liveConnectors } from './operators/connector.js';
 import type { RefundDeps } from './processors/refunds.js';
 import type { EndpointMutationDeps } from './processors/webhook-endpoint-mutations.js';
+import { EndpointDirectory } from './webhooks/endpoint-directory.js';
 import { endpointSlots } from './webhooks/endpoint-slots.js';
 import { FirstAttempts } from './webhooks/first-attempt.js';
 import { PendingEvents } from './webhooks/pending-events.js';
@@ -104,7 +105,10 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     limit: config.webhooks.concurrency,
     open: () => deliveries.worker !== undefined && deliveries.worker.concurrency >= config.webhooks.concurrency,
   });
-  const dispatchDeps = { collections, webhooksQueue, config: config.webhooks, pending, first, redis: redis.commands, prefix };
+  // Endpoints kept per scope; every kept list is dropped when the Redis connection closes (a restart may bring older tokens back).
+  const directory = new EndpointDirectory({ redis: redis.commands, prefix, collections, now });
+  redis.commands.on('close', () => directory.clear());
+  const dispatchDeps = { collections, webhooksQueue, config: config.webhooks, pending, first, redis: redis.commands, prefix, directory };
   // Events are fanned out in the job that records them (their first attempts made
   // there too); the dispatch job is the fallback.
   const fanOut = (event: DispatchEventData, json: string) => dispatchEvent(dispatchDeps, event, json);

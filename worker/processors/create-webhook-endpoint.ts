@@ -10,6 +10,7 @@ import type { Job } from 'bullmq';
 import type { CreateJobResult, CreateWebhookEndpointData } from '../../common/jobs.js';
 import { presentWebhookEndpoint } from '../../common/presenters.js';
 import { endpointLimitReached, withScopeLock } from '../webhooks/endpoint-limit.js';
+import { endpointsChanged } from '../webhooks/endpoint-directory.js';
 import { markScopeHooked } from '../webhooks/subscriptions.js';
 import { publishRefusal, runCreate, type CreateDeps } from './create.js';
 
@@ -21,8 +22,10 @@ export interface EndpointCreateDeps extends CreateDeps {
 export async function createWebhookEndpoint(deps: EndpointCreateDeps, job: Job<CreateWebhookEndpointData>): Promise<CreateJobResult> {
   const data = job.data;
   const jobId = String(job.id);
-  // Before the insert: an endpoint visible in MongoDB always has its scope marked.
+  // Before the insert: an endpoint visible in MongoDB always has its scope marked,
+  // and the scope's kept endpoint lists are dropped before and after it (endpoint-directory.ts).
   await markScopeHooked(deps.redis, deps.prefix, data, data.input.enabled_events);
+  await endpointsChanged(deps.redis, deps.prefix, data);
   return withScopeLock(deps.redis, deps.prefix, data, async () => {
     if (await endpointLimitReached(deps.collections, data, deps.endpointLimit)) {
       const mode = data.livemode ? 'live' : 'test';
@@ -51,5 +54,6 @@ function insertEndpoint(deps: CreateDeps, jobId: string, data: CreateWebhookEndp
       disabled_reason: null,
     }),
     present: (doc) => JSON.stringify(presentWebhookEndpoint(doc, { withSecret: true })),
+    after: () => endpointsChanged(deps.redis, deps.prefix, data),
   });
 }

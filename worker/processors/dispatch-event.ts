@@ -14,6 +14,7 @@ import { ALL_EVENTS, deliveryJobId } from '../../common/events.js';
 import { JOBS, type DispatchEventData, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import type { Redis } from 'ioredis';
+import type { EndpointDirectory } from '../webhooks/endpoint-directory.js';
 import { firstAttemptMarks, type FirstAttempts } from '../webhooks/first-attempt.js';
 import type { PendingEvents } from '../webhooks/pending-events.js';
 import { maxAttempts, WEBHOOK_BACKOFF } from '../webhooks/retry-policy.js';
@@ -36,6 +37,8 @@ export interface DispatchDeps {
   prefix: string;
   /** First attempts made in place; without it every delivery is a job. */
   first?: FirstAttempts;
+  /** The endpoints of each scope, kept in the process (../webhooks/endpoint-directory.ts). */
+  directory: EndpointDirectory;
 }
 
 export function deliveryJobOptions(config: WebhookConfig, eventId: string, endpointId: string): JobsOptions {
@@ -67,13 +70,8 @@ export function eventTargets<E extends { _id: string; status: string; enabled_ev
 export async function dispatchEvent(deps: DispatchDeps, data: DispatchEventData, json?: string): Promise<{ deliveries: number }> {
   const { eventId, project, livemode, type, createdMs } = data;
   const first = json === undefined ? undefined : deps.first;
-  const endpoints = await deps.collections.webhookEndpoints
-    .find(
-      { project, livemode, status: 'enabled', enabled_events: { $in: [type, ALL_EVENTS] } },
-      // A first attempt needs the whole endpoint (its url, its secrets): it reads it here.
-      first ? {} : { projection: { _id: 1, status: 1, enabled_events: 1 } },
-    )
-    .toArray();
+  // Whole documents: a first attempt needs the endpoint's url and secrets.
+  const endpoints = await deps.directory.endpointsOf({ project, livemode });
   const found = eventTargets(endpoints, { type, createdMs });
   // An endpoint whose first attempt, made in place, delivered already has the event
   // (the event recorded again: a retried job); one whose first attempt has begun has

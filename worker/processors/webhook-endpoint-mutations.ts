@@ -52,6 +52,7 @@ import { freezeCreateAnswer, mutationId, notFound, runMutation, type Answer, typ
 import { sendAttempt, type DeliverDeps, type InSlot } from '../webhooks/deliver.js';
 import type { PostResult } from '../webhooks/http.js';
 import { loadEvent } from '../webhooks/load-event.js';
+import { changingEndpoints } from '../webhooks/endpoint-directory.js';
 import { markScopeHooked } from '../webhooks/subscriptions.js';
 import { endpointLockKey, withRecordLock } from '../record-lock.js';
 
@@ -87,7 +88,8 @@ function run(deps: EndpointMutationDeps, job: Job<Data>, apply: (doc: WebhookEnd
   const change = async (): Promise<Answer> => {
     const doc = await load(deps, data);
     if (!doc) return options.onMissing?.() ?? notFound(data, 'webhook_endpoint');
-    return apply(doc);
+    // A write drops the scope's kept endpoint lists before and after it (../webhooks/endpoint-directory.ts).
+    return options.writes ? changingEndpoints(deps.redis, deps.prefix, doc, () => apply(doc)) : apply(doc);
   };
   return runMutation(deps, String(job.id), data, () =>
     options.writes ? withRecordLock(deps.redis, endpointLockKey(deps.prefix, data.target), change) : change(),

@@ -50,6 +50,7 @@ import { retryInfrastructure } from '../../common/retry.js';
 import { signingSecrets, webhookHeaders } from '../../common/webhooks/sign.js';
 import type { InsertBatcher } from '../group-commit.js';
 import { endpointLockKey, withRecordLock } from '../record-lock.js';
+import { changingEndpoints } from './endpoint-directory.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import { postWebhook, type PostResult } from './http.js';
 import { loadEvent } from './load-event.js';
@@ -213,7 +214,7 @@ export async function afterAttempt(
   if (outcome.error === null) {
     // Only an endpoint that was failing has a run to clear: no write on the common path.
     if (endpoint.failing_since !== null) {
-      await withEndpointLock(deps, endpointId, () =>
+      await withEndpointLock(deps, endpoint, () =>
         retryInfrastructure(
           () => c.webhookEndpoints.updateOne({ _id: endpointId, failing_since: { $ne: null } }, { $set: { failing_since: null } }),
           STEP_RETRY,
@@ -229,11 +230,11 @@ export async function afterAttempt(
     'webhook attempt failed',
   );
   if (outcome.http_status === 410) {
-    await withEndpointLock(deps, endpointId, () => disable(c, endpoint, 'gone'));
+    await withEndpointLock(deps, endpoint, () => disable(c, endpoint, 'gone'));
     deps.logger.warn({ endpoint_id: endpointId }, 'webhook endpoint answered 410 Gone: disabled');
     throw new UnrecoverableError('endpoint answered 410 Gone; it is now disabled');
   }
-  if (await withEndpointLock(deps, endpointId, () => failingTooLong(deps, endpoint, deps.now()))) {
+  if (await withEndpointLock(deps, endpoint, () => failingTooLong(deps, endpoint, deps.now()))) {
     deps.logger.warn({ endpoint_id: endpointId }, 'webhook endpoint failing for too long: disabled');
     throw new UnrecoverableError('endpoint has been failing for too long; it is now disabled');
   }
@@ -306,10 +307,11 @@ export async function sendAttempt(
  * A write to the endpoint's document, under its lock (../record-lock.ts): on the
  * local stack's store an update replaces the whole document it read, so a failure
  * noted while the merchant changes the endpoint would otherwise put the old fields
- * back (docs/storage.md).
+ * back (docs/storage.md). The scope's kept endpoint lists are dropped before and
+ * after it (./endpoint-directory.ts).
  */
-function withEndpointLock<T>(deps: DeliverDeps, endpointId: string, write: () => Promise<T>): Promise<T> {
-  return withRecordLock(deps.redis, endpointLockKey(deps.prefix, endpointId), write);
+function withEndpointLock<T>(deps: DeliverDeps, endpoint: WebhookEndpointDoc, write: () => Promise<T>): Promise<T> {
+  return withRecordLock(deps.redis, endpointLockKey(deps.prefix, endpoint._id), () => changingEndpoints(deps.redis, deps.prefix, endpoint, write));
 }
 
 function subscribes(endpoint: WebhookEndpointDoc, type: string): boolean {

@@ -16,6 +16,7 @@ import { QUEUES, type TypedQueue } from '../../../common/jobs.js';
 import { createLogger } from '../../../common/logger.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
 import { dispatchEvent, type DispatchDeps } from '../../../worker/processors/dispatch-event.js';
+import { EndpointDirectory } from '../../../worker/webhooks/endpoint-directory.js';
 import { sweepEvents } from '../../../worker/processors/sweep-events.js';
 import { WriteGate } from '../../../worker/lifecycle/write-gate.js';
 import { endpointSlots } from '../../../worker/webhooks/endpoint-slots.js';
@@ -221,6 +222,7 @@ test.serial('an event recorded again (a re-run job) is not delivered again where
     redis: deps.redis,
     prefix: deps.prefix,
     first,
+    directory: new EndpointDirectory({ redis: deps.redis, prefix: deps.prefix, collections: deps.collections, now: Date.now }),
   };
   const data = { eventId: event.id, project: event.project, livemode: false, type: event.type, createdMs: Date.now() };
 
