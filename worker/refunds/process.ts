@@ -67,19 +67,22 @@ export async function processRefund(deps: ProcessDeps, data: ProcessRefundData):
   const scope = { project: data.project, livemode: data.livemode };
   const refund = await findByIdInScope(deps.collections.refunds, data.refund, scope);
   if (!refund) return { status: 'missing' };
-  const intent = await findByIdInScope(deps.collections.paymentIntents, refund.payment_intent, scope, { projection: { created_event: 0, history: 0 } });
-  const entry = intent?.refunds?.find((e) => e.id === refund._id);
-  if (!intent || !entry) return { status: 'missing' };
-  if (entry.status !== 'pending') {
-    // Ended by an earlier run that did not get to the document or the events.
-    await finishSettled(deps, intent, entry);
-    return { status: entry.status };
-  }
+  // The document takes its final status last (./record.ts): nothing is left to do.
+  if (refund.status !== 'pending') return { status: refund.status };
   const connector = connectorOf(deps, refund);
   // A connector removed from the configuration since the refund was accepted: retried.
   if (!connector) throw new Error(`refund ${refund._id}: no live connector for ${refund.operator}`);
   let result: RefundResult;
   if (!refund.requested) {
+    // The request names the payment: the intent is read for it, and an entry ended
+    // already (by a run that did not get to the document) is finished, not asked for again.
+    const intent = await findByIdInScope(deps.collections.paymentIntents, refund.payment_intent, scope, { projection: { created_event: 0, history: 0 } });
+    const entry = intent?.refunds?.find((e) => e.id === refund._id);
+    if (!intent || !entry) return { status: 'missing' };
+    if (entry.status !== 'pending') {
+      await finishSettled(deps, intent, entry, undefined, refund);
+      return { status: entry.status };
+    }
     result = await connector.refund({
       refundId: refund._id,
       paymentIntent: intent._id,
@@ -94,6 +97,8 @@ export async function processRefund(deps: ProcessDeps, data: ProcessRefundData):
       reason: refund.reason,
     });
   } else {
+    // Asked already: only its outcome. The intent is read once, by the settlement,
+    // which changes nothing when the entry has ended already (it is finished then).
     result = await connector.refundOutcome(refund._id, refund.operator_reference ?? undefined);
   }
   if (result.kind === 'pending') {
@@ -108,12 +113,12 @@ export async function processRefund(deps: ProcessDeps, data: ProcessRefundData):
     return { status: 'pending' };
   }
   const outcome = result.kind === 'succeeded' ? { kind: 'succeeded' as const } : { kind: 'failed' as const, code: result.code };
-  const settled = await settleRefund(deps, intent._id, scope, refund._id, outcome);
+  const settled = await settleRefund(deps, refund.payment_intent, scope, refund._id, outcome);
   if (!settled) return { status: 'missing' };
   if (result.kind === 'failed') {
-    deps.logger.info({ refund: refund._id, payment_intent: intent._id, code: result.code, operator_code: result.operatorCode }, 'refund failed at the operator');
+    deps.logger.info({ refund: refund._id, payment_intent: refund.payment_intent, code: result.code, operator_code: result.operatorCode }, 'refund failed at the operator');
   }
   const reference = result.kind === 'succeeded' ? result.operatorReference : undefined;
-  await finishSettled(deps, settled.doc, settled.entry, reference);
+  await finishSettled(deps, settled.doc, settled.entry, reference, refund);
   return { status: settled.entry.status };
 }

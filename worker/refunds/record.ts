@@ -97,14 +97,18 @@ export function recordCreated(deps: RecordDeps, refund: RefundDoc, entry: Refund
  * lost between the two (Redis rolled back) leaves the refund `pending`, which the
  * sweeper finishes (processors/sweep-refunds.ts), its events recorded once; the other
  * way round a refund could end with no event at all.
+ *
+ * `known`: the refund's document as the caller read it (its step), else read here.
+ * The status is written under the refund's lock, by `_id`, with no read first: a
+ * retry writes the same fields again, and a metadata update waits for the lock.
  */
-export async function finishSettled(deps: RecordDeps, intent: PaymentIntentDoc, entry: RefundLedgerEntry, operatorReference?: string): Promise<RefundDoc | null> {
-  if (entry.status === 'pending' || !entry.ev.settled) return null;
+export async function finishSettled(deps: RecordDeps, intent: PaymentIntentDoc, entry: RefundLedgerEntry, operatorReference?: string, known?: RefundDoc): Promise<void> {
+  if (entry.status === 'pending' || !entry.ev.settled) return;
   const status = entry.status;
   const failure = status === 'failed' ? (entry.fr ?? 'generic_decline') : null;
   const set = { status, failure_reason: failure, ...(operatorReference !== undefined ? { operator_reference: operatorReference } : {}) };
-  const before = await deps.collections.refunds.findOne({ _id: entry.id });
-  if (!before) return null;
+  const before = known ?? (await deps.collections.refunds.findOne({ _id: entry.id }));
+  if (!before) return;
   const scope = { project: before.project, livemode: before.livemode };
   const ended = { ...before, ...set };
   await recordEvent(deps, scope, { id: entry.ev.settled, type: status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', objectId: before._id, object: () => presentRefund(ended) });
@@ -116,13 +120,5 @@ export async function finishSettled(deps: RecordDeps, intent: PaymentIntentDoc, 
       object: () => presentPaymentIntent({ ...intent, amount_refunded: entry.ar ?? intent.amount_refunded ?? 0 }),
     });
   }
-  return withRecordLock(deps.redis, refundLockKey(deps.prefix, entry.id), async () => {
-    const doc = await deps.collections.refunds.findOne({ _id: entry.id });
-    if (!doc) return null;
-    if (doc.status !== status || (operatorReference !== undefined && doc.operator_reference !== operatorReference)) {
-      await deps.collections.refunds.updateOne({ _id: entry.id }, { $set: set });
-      return { ...doc, ...set };
-    }
-    return doc;
-  });
+  await withRecordLock(deps.redis, refundLockKey(deps.prefix, entry.id), () => deps.collections.refunds.updateOne({ _id: entry.id }, { $set: set }));
 }

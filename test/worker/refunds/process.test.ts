@@ -15,7 +15,7 @@ import { resolveStoreProfile } from '../../../common/store-profile.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
 import { WriteGate } from '../../../worker/lifecycle/write-gate.js';
 import type { OperatorConnector, RefundRequest, RefundResult } from '../../../worker/operators/connector.js';
-import { holdRefund } from '../../../worker/refunds/ledger.js';
+import { holdRefund, settleRefund } from '../../../worker/refunds/ledger.js';
 import { processJobId, processRefund, type ProcessDeps } from '../../../worker/refunds/process.js';
 import { ensureRefundDoc } from '../../../worker/refunds/record.js';
 import { openStack, type Stack } from '../../helpers/in-process.js';
@@ -122,6 +122,26 @@ test('a pending answer keeps the operator reference and schedules the next poll;
   t.like(now.refund, { status: 'succeeded', failure_reason: null, operator_reference: 'MTN-REF-1' });
   t.like(now.intent, { amount_refunded: 1200, amount_held: 1200, refunds_pending: 0 });
   t.deepEqual(now.events, ['payment_intent.refunded', 'refund.succeeded']);
+});
+
+test('a step after a run that ended the entry but died before the document: the outcome is asked again, applied once, and the document finished', async (t) => {
+  const c = connector({ refund: async () => ({ kind: 'pending', operatorReference: 'MTN-REF-2' }), outcome: async () => ({ kind: 'succeeded', operatorReference: 'MTN-REF-2' }) });
+  const w = await world(c.impl);
+  t.deepEqual(await w.step(0), { status: 'pending' });
+  // The run of poll 1 ends the ledger entry, then dies: no event, the document still pending.
+  const scope = { project: (await w.stored()).refund!.project, livemode: true };
+  t.truthy(await settleRefund(w.deps, w.id, scope, w.refundId, { kind: 'succeeded' }));
+  t.like((await w.stored()).refund, { status: 'pending' });
+
+  t.deepEqual(await w.step(1), { status: 'succeeded' });
+  t.is(c.asked.outcomes.length, 1, 'the outcome is asked once more: the step does not read the intent before asking');
+  const now = await w.stored();
+  t.like(now.refund, { status: 'succeeded', operator_reference: 'MTN-REF-2' });
+  t.like(now.intent, { amount_refunded: 1200, amount_held: 1200, refunds_pending: 0 }, 'applied once: the settlement found the entry ended');
+  t.deepEqual(now.events, ['payment_intent.refunded', 'refund.succeeded']);
+  // Once the document has ended, a step returns before asking anything.
+  t.deepEqual(await w.step(2), { status: 'succeeded' });
+  t.is(c.asked.outcomes.length, 1);
 });
 
 test('a failed answer releases the hold and records the decline code', async (t) => {
