@@ -4,8 +4,9 @@
  * (`refund`); each later step asks how it went (`refundOutcome`), after a delay: the
  * simulator's processing delay in test mode, a backoff from 5 s to 5 min in live mode.
  * A final answer ends the refund's ledger entry (./ledger.ts), then its document and
- * events follow (./record.ts). Every step reads the refund and its intent again, so
- * a step that runs twice, late, or after the refund ended changes nothing more.
+ * events follow (./record.ts). Every step reads the refund again, and the intent
+ * when it asks for the refund or settles it (under the intent's lock), so a step
+ * that runs twice, late, or after the refund ended changes nothing more.
  * The refund's document keeps how many polls were scheduled (`polls`): the sweeper
  * (processors/sweep-refunds.ts) looks up the last one's job to know whether the
  * chain is still alive.
