@@ -2,6 +2,7 @@ import type Router from '@koa/router';
 import { JOBS, type Scope } from '../../common/jobs.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import { InputSeal } from '../../common/input-seal.js';
+import { KeptIntents } from '../kept-intents.js';
 import type { AppDeps, Ctx, State } from '../context.js';
 import type { CreateHandler } from '../handlers/create.js';
 import type { Guards } from '../middleware/guards.js';
@@ -60,12 +61,20 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
     sendJson(ctx, body);
   });
 
+  // Retrieves, polled while a payment is on its way, are answered from the intents
+  // this process read, while each one's token in Redis is unchanged (../kept-intents.ts).
+  const kept = new KeptIntents({ redis: deps.redis, prefix: deps.config.queuePrefix, now: deps.now });
+  deps.redis.on('close', () => kept.clear());
   router.get(`${url}/:id`, ...guards.read, async (ctx) => {
     rejectQuery(ctx.querystring);
-    const doc = await findInScope(deps.mongo.collections.paymentIntents, ctx.state.key!, ctx.params.id as string, {
-      kind: 'payment_intent',
-      projection: { created_event: 0, history: 0, refunds: 0 },
-    });
+    const key = ctx.state.key!;
+    const id = ctx.params.id as string;
+    const doc = await kept.get(key, id, () =>
+      findInScope(deps.mongo.collections.paymentIntents, key, id, {
+        kind: 'payment_intent',
+        projection: { created_event: 0, history: 0, refunds: 0 },
+      }),
+    );
     sendJson(ctx, JSON.stringify(presentPaymentIntent(doc)));
   });
 

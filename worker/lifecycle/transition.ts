@@ -46,6 +46,7 @@ import { scheduleFollowUps } from './follow-ups.js';
 import { INTENT_LOCK, RecordLock, intentLockKey } from '../record-lock.js';
 import type { Gate } from './write-gate.js';
 import { retryInfrastructure } from '../../common/retry.js';
+import { intentChanged } from '../../common/intent-tokens.js';
 
 export interface TransitionDeps {
   collections: Collections;
@@ -125,8 +126,12 @@ export async function transition(
   } finally {
     await lock.release();
   }
+  if (result.kind !== 'applied') return result;
+  // The intent's token is replaced again once the update is in, before anything
+  // answers: by this job, or by its retry (which finds the change applied).
+  await intentChanged(deps.redis, deps.prefix, mutation.target);
   // Every step after the update is idempotent: no need to hold the lock for them.
-  if (result.kind === 'applied') await finish(deps, result.doc, result.record);
+  await finish(deps, result.doc, result.record);
   return result;
 }
 
@@ -184,6 +189,8 @@ async function decideAndApply(
     // `attempt` of a document no transition has touched yet is absent, not 0.
     if (doc.attempt === undefined) (filter as Record<string, unknown>).attempt = { $exists: false };
     const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
+    // Kept copies of the intent (api/kept-intents.ts) are dropped before the update.
+    await intentChanged(deps.redis, deps.prefix, doc._id);
     // A locked database is contention: waited out here, not a failed job. The wait for
     // the gate may outlive the lock: each try is fenced (../record-lock.ts), never sent
     // under another's lock.

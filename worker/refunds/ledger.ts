@@ -34,6 +34,7 @@ import type { ErrorDetail } from '../../common/errors.js';
 import type { Scope } from '../../common/jobs.js';
 import { findByIdInScope } from '../../common/mongo.js';
 import { retryInfrastructure } from '../../common/retry.js';
+import { intentChanged } from '../../common/intent-tokens.js';
 import { INTENT_LOCK, intentLockKey, RecordLock } from '../record-lock.js';
 import type { TransitionDeps } from '../lifecycle/transition.js';
 import { decideHold, decideSettle, type RefundOutcome } from './decide.js';
@@ -56,10 +57,16 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
       const doc = (await findByIdInScope(c, target, scope, READ)) as PaymentIntentDoc | null;
       if (!doc) return null;
       const planned = plan(doc);
-      if (!planned.write) return planned.value;
+      if (!planned.write) {
+        // Found done: by an earlier run whose second replacement of the token may not have run.
+        await intentChanged(deps.redis, deps.prefix, target);
+        return planned.value;
+      }
       const rev = doc.rev ?? 0;
       const filter = { _id: doc._id, rev: doc.rev === undefined ? { $exists: false } : rev } as unknown as Filter<PaymentIntentDoc>;
       const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
+      // Kept copies of the intent (api/kept-intents.ts) are dropped before and after the update.
+      await intentChanged(deps.redis, deps.prefix, target);
       const updated = await deps.writes.run(() =>
         retryInfrastructure(() => lock.fenced(() => c.updateOne(where, { $set: { ...planned.set, rev: rev + 1 } })), UPDATE_RETRY),
       );
@@ -68,6 +75,7 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
         continue;
       }
       if (updated.matchedCount === 0) continue;
+      await intentChanged(deps.redis, deps.prefix, target);
       return planned.value({ ...doc, ...planned.set, rev: rev + 1 });
     }
     throw new Error(`payment intent ${target}: its refunds still changing after ${MAX_RACES} tries`);

@@ -1,0 +1,30 @@
+/**
+ * A payment intent's token in Redis: replaced before and after every write of the
+ * intent (worker/lifecycle/transition.ts, worker/refunds/ledger.ts), so that an api
+ * may keep the intent as it read it under a token and answer a retrieve from memory
+ * while the token is unchanged (api/kept-intents.ts). The protocol of the fan-out's
+ * endpoint lists (docs/decisions/0018-kept-endpoint-lists.md), per intent:
+ *
+ * - An intent read while a write was on its way was read under the first token, and
+ *   is dropped at the second, which is set before the write's job answers: once a
+ *   change is answered, no retrieve shows the intent without it.
+ * - A write whose second replacement never ran (its worker died, Redis failed) is
+ *   finished by its job's retry, which replaces the token again.
+ * - The token lives `INTENT_TOKEN_TTL_MS` after its last replacement: an intent
+ *   nobody changes gets a new one from its next reader.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+export const INTENT_TOKEN_TTL_MS = 10 * 60_000;
+
+export function intentTokenKey(prefix: string, paymentIntent: string): string {
+  return `${prefix}:intent-token:${paymentIntent}`;
+}
+
+export const freshIntentToken = (): string => randomBytes(9).toString('base64url');
+
+/** Before and after every write of the intent. */
+export async function intentChanged(redis: Redis, prefix: string, paymentIntent: string): Promise<void> {
+  await redis.set(intentTokenKey(prefix, paymentIntent), freshIntentToken(), 'PX', INTENT_TOKEN_TTL_MS);
+}

@@ -1,0 +1,95 @@
+// The intents an api keeps for its retrieves (api/kept-intents.ts), against the test
+// stack's real Redis and MongoDB: a kept intent is answered only while its token is
+// the one it was read under, and every write replaces the token (common/intent-tokens.ts).
+
+import test from 'ava';
+import { Redis } from 'ioredis';
+import type { PaymentIntentDoc } from '../../common/documents.js';
+import { intentChanged, intentTokenKey } from '../../common/intent-tokens.js';
+import { KeptIntents } from '../../api/kept-intents.js';
+import { openStack, type Stack } from '../helpers/in-process.js';
+import { uniqueName } from '../helpers/service.js';
+
+let stack: Stack;
+
+test.before(async () => {
+  stack = await openStack();
+});
+
+test.after.always(async () => {
+  await stack?.close();
+});
+
+async function storedIntent(scope: { project: string; livemode: boolean }): Promise<PaymentIntentDoc> {
+  const id = `pi_${uniqueName('kept')}`;
+  const doc = {
+    _id: id, ...scope, amount: 2500, currency: 'xof', description: null, status: 'new', client_secret: `${id}_secret_x`, automatic_operator: true,
+    allowed_operators: ['mtn_momo'], selected_operator: null, metadata: [], created: 1, expires_at: 2, created_event: '{}',
+  } as PaymentIntentDoc;
+  await stack.mongo.collections.paymentIntents.insertOne(doc);
+  return doc;
+}
+
+const readOf = (id: string) => async () => (await stack.mongo.collections.paymentIntents.findOne({ _id: id })) as PaymentIntentDoc;
+const setStatus = (id: string, status: string) => stack.mongo.collections.paymentIntents.updateOne({ _id: id }, { $set: { status: status as PaymentIntentDoc['status'] } });
+
+test('a kept intent answers until its token is replaced; a write between two replacements is seen by every api at once', async (t) => {
+  const scope = { project: uniqueName('kept'), livemode: false };
+  const doc = await storedIntent(scope);
+  const prefix = stack.config.queuePrefix;
+  const [api1, api2] = [new KeptIntents({ redis: stack.redis, prefix, now: Date.now }), new KeptIntents({ redis: stack.redis, prefix, now: Date.now })];
+
+  t.is((await api1.get(scope, doc._id, readOf(doc._id))).status, 'new');
+  t.truthy(await stack.redis.get(intentTokenKey(prefix, doc._id)), 'a first reader sets the token');
+  t.is((await api2.get(scope, doc._id, readOf(doc._id))).status, 'new');
+  // A write that does not replace the token is not seen: the kept intent answers (this is what the replacements are for).
+  await setStatus(doc._id, 'processing');
+  t.is((await api1.get(scope, doc._id, readOf(doc._id))).status, 'new');
+  t.is(api1.reads, 1);
+
+  // As the worker writes: the token replaced before and after.
+  await intentChanged(stack.redis, prefix, doc._id);
+  await setStatus(doc._id, 'succeeded');
+  await intentChanged(stack.redis, prefix, doc._id);
+  t.is((await api1.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
+  t.is((await api2.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
+  t.is((await api2.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
+  t.deepEqual([api1.reads, api2.reads], [2, 2]);
+});
+
+test('kept by scope, for a bounded time, dropped with the Redis connection, and not kept at all without Redis', async (t) => {
+  const scope = { project: uniqueName('kept'), livemode: false };
+  const doc = await storedIntent(scope);
+  const prefix = stack.config.queuePrefix;
+  let now = 1_000_000;
+  const kept = new KeptIntents({ redis: stack.redis, prefix, now: () => now, maxAgeMs: 60_000 });
+  await kept.get(scope, doc._id, readOf(doc._id));
+
+  // Another scope (the live key of the project) does not find it here: it is read (and answered 404 by the route).
+  let asked = 0;
+  await t.throwsAsync(kept.get({ ...scope, livemode: true }, doc._id, async () => {
+    asked++;
+    throw new Error('resource_missing');
+  }));
+  t.is(asked, 1);
+
+  await setStatus(doc._id, 'processing');
+  now += 59_000;
+  t.is((await kept.get(scope, doc._id, readOf(doc._id))).status, 'new');
+  now += 2_000;
+  t.is((await kept.get(scope, doc._id, readOf(doc._id))).status, 'processing', 'read again past its age');
+
+  await setStatus(doc._id, 'succeeded');
+  kept.clear();
+  t.is((await kept.get(scope, doc._id, readOf(doc._id))).status, 'succeeded', 'read again once the connection closed');
+
+  // Redis unreachable: every retrieve reads MongoDB, and nothing is kept.
+  const away = new Redis({ port: 1, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  away.on('error', () => undefined);
+  t.teardown(() => away.disconnect());
+  const without = new KeptIntents({ redis: away, prefix, now: Date.now });
+  t.is((await without.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
+  await setStatus(doc._id, 'canceled');
+  t.is((await without.get(scope, doc._id, readOf(doc._id))).status, 'canceled');
+  t.is(without.size, 0);
+});
