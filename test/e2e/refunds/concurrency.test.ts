@@ -91,6 +91,17 @@ test('the sweeper re-drives a refund whose next step Redis lost, and a hold whos
   const key = await service.issueKey(project);
   const pi = await paidIntent(service, key, { amount: 1000, n: 3 });
 
+  // Lost create: a hold on the intent's ledger, without its refund's document. Written
+  // first, while no job writes the intent: on the local store an update rewrites the
+  // whole document, and this one, made outside the intent's lock, would otherwise race
+  // the lost step's settlement (docs/storage.md).
+  const db = await service.db();
+  const orphan = `re_00Vc0000000000000${uniqueName('x').slice(-9)}`;
+  const entry = { id: orphan, m: orphan, amount: 100, status: 'pending', c: Math.floor(Date.now() / 1000) - 60, reason: 'duplicate', ev: { created: `evt_00Vc0000000000000${uniqueName('x').slice(-9)}` } };
+  const intents = db.collection<PaymentIntentDoc>('payment_intents');
+  const before = (await intents.findOne({ _id: pi.id })) as PaymentIntentDoc;
+  await intents.updateOne({ _id: pi.id }, { $set: { amount_held: (before.amount_held ?? 0) + 100, refunds_pending: (before.refunds_pending ?? 0) + 1, refunds: [...(before.refunds ?? []), entry as never] } });
+
   // Lost step: the poll after the operator's "pending" is removed from Redis.
   const res = await refund(service, key, { payment_intent: pi.id, amount: 400 });
   t.is(res.status, 200, res.text);
@@ -100,14 +111,6 @@ test('the sweeper re-drives a refund whose next step Redis lost, and a hold whos
   for (let i = 0; i < 100 && !(await queue.getJob(jobId)); i++) await sleep(20);
   const removed = await queue.remove(jobId);
   t.is(removed, 1, 'the delayed poll was there to remove');
-
-  // Lost create: a hold on the intent's ledger, without its refund's document.
-  const db = await service.db();
-  const orphan = `re_00Vc0000000000000${uniqueName('x').slice(-9)}`;
-  const entry = { id: orphan, m: orphan, amount: 100, status: 'pending', c: Math.floor(Date.now() / 1000) - 60, reason: 'duplicate', ev: { created: `evt_00Vc0000000000000${uniqueName('x').slice(-9)}` } };
-  const intents = db.collection<PaymentIntentDoc>('payment_intents');
-  const before = (await intents.findOne({ _id: pi.id })) as PaymentIntentDoc;
-  await intents.updateOne({ _id: pi.id }, { $set: { amount_held: (before.amount_held ?? 0) + 100, refunds_pending: (before.refunds_pending ?? 0) + 1, refunds: [...(before.refunds ?? []), entry as never] } });
 
   const lost = await waitForRefund(service, key, res.body.id as string, 'succeeded', 60_000);
   t.is(lost.amount, 400);
