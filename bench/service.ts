@@ -16,6 +16,13 @@ import { PROJECT, ROOT, settings } from './settings.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * `BENCH_NODE_ARGS`: Node options for every process under test, split on spaces, for
+ * example `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile each (a profile is written
+ * when the process exits, which the bench's stop does gracefully).
+ */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
 /** A child process of the benchmark, with the tail of its output kept for errors. */
 export class Child {
   readonly lines: string[] = [];
@@ -28,7 +35,7 @@ export class Child {
     entry: string,
     env: Record<string, string>,
   ) {
-    this.child = spawn(process.execPath, [path.join(ROOT, entry)], {
+    this.child = spawn(process.execPath, [...NODE_ARGS, path.join(ROOT, entry)], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
