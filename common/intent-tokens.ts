@@ -14,7 +14,6 @@
  *   nobody changes gets a new one from its next reader.
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 
 export const INTENT_TOKEN_TTL_MS = 10 * 60_000;
 
@@ -24,7 +23,11 @@ export function intentTokenKey(prefix: string, paymentIntent: string): string {
 
 export const freshIntentToken = (): string => randomBytes(9).toString('base64url');
 
-/** Before and after every write of the intent. */
-export async function intentChanged(redis: Redis, prefix: string, paymentIntent: string): Promise<void> {
-  await redis.set(intentTokenKey(prefix, paymentIntent), freshIntentToken(), 'PX', INTENT_TOKEN_TTL_MS);
+/**
+ * A replacement of the intent's token: sent with the intent lock's own commands
+ * (worker/record-lock.ts, `AlsoSet`), by the fence right before each write and by
+ * the release after it.
+ */
+export function intentTokenReplacement(prefix: string, paymentIntent: string): { key: string; value: string; px: number } {
+  return { key: intentTokenKey(prefix, paymentIntent), value: freshIntentToken(), px: INTENT_TOKEN_TTL_MS };
 }

@@ -5,7 +5,8 @@
 import test from 'ava';
 import { Redis } from 'ioredis';
 import type { PaymentIntentDoc } from '../../common/documents.js';
-import { intentChanged, intentTokenKey } from '../../common/intent-tokens.js';
+import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
+import { INTENT_LOCK, intentLockKey, RecordLock } from '../../worker/record-lock.js';
 import { KeptIntents } from '../../api/kept-intents.js';
 import { openStack, type Stack } from '../helpers/in-process.js';
 import { uniqueName } from '../helpers/service.js';
@@ -47,14 +48,17 @@ test('a kept intent answers until its token is replaced; a write between two rep
   t.is((await api1.get(scope, doc._id, readOf(doc._id))).status, 'new');
   t.is(api1.reads, 1);
 
-  // As the worker writes: the token replaced before and after.
-  await intentChanged(stack.redis, prefix, doc._id);
-  await setStatus(doc._id, 'succeeded');
-  await intentChanged(stack.redis, prefix, doc._id);
+  // As the worker writes (worker/lifecycle/transition.ts): the token replaced by the
+  // fence right before the write and by the lock's release after it.
+  const lock = new RecordLock(stack.redis, intentLockKey(prefix, doc._id), INTENT_LOCK);
+  await lock.acquire();
+  await lock.fenced(() => setStatus(doc._id, 'succeeded'), intentTokenReplacement(prefix, doc._id));
+  t.is((await api1.get(scope, doc._id, readOf(doc._id))).status, 'succeeded', 'dropped by the replacement before the write');
+  await lock.release(intentTokenReplacement(prefix, doc._id));
   t.is((await api1.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
   t.is((await api2.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
   t.is((await api2.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
-  t.deepEqual([api1.reads, api2.reads], [2, 2]);
+  t.deepEqual([api1.reads, api2.reads], [3, 2], 'api1 read again after each replacement, api2 after the last');
 });
 
 test('kept by scope, for a bounded time, dropped with the Redis connection, and not kept at all without Redis', async (t) => {

@@ -146,6 +146,31 @@ test.serial('a write fenced by a lock another has taken over is not sent; one un
   t.is(await redis.get(key), "another worker's token", "the other holder's lock is left alone");
 });
 
+test.serial('a key set with the fence only while the lock is held, and with the release always, a failure thrown', async (t) => {
+  const key = uniqueName('fenced-set');
+  const token = `${key}:token`;
+  const also = (value: string) => ({ key: token, value, px: 60_000 });
+  const lock = new RecordLock(redis, key, INTENT_LOCK);
+  await lock.acquire();
+  t.is(await lock.fenced(async () => redis.get(token), also('before')), 'before', 'set in the fence, before the send');
+  t.true((await redis.pttl(token)) > 59_000);
+  await redis.set(key, "another worker's token", 'PX', INTENT_LOCK.ttlMs);
+  t.is(await lock.fenced(async () => 'sent', also('lost')), null);
+  t.is(await redis.get(token), 'before', 'a lost lock sets nothing');
+  await lock.release(also('after'));
+  t.is(await redis.get(token), 'after', "set by the release, though the lock was another's");
+  t.is(await redis.get(key), "another worker's token");
+
+  // With Redis gone, a release that must set throws; one alone never does.
+  const gone = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  gone.on('error', () => undefined);
+  const orphan = new RecordLock(gone, key, INTENT_LOCK);
+  await orphan.release();
+  await t.throwsAsync(orphan.release(also('never')));
+  gone.disconnect();
+  t.is(await redis.get(token), 'after');
+});
+
 test.serial("the idempotency sweep frees each expired key under its object's lock: a transition made meanwhile is kept", async (t) => {
   const prefix = uniqueName('sweep');
   const db = client.db(dbName);

@@ -46,7 +46,7 @@ import { scheduleFollowUps } from './follow-ups.js';
 import { INTENT_LOCK, RecordLock, intentLockKey } from '../record-lock.js';
 import type { Gate } from './write-gate.js';
 import { retryInfrastructure } from '../../common/retry.js';
-import { intentChanged } from '../../common/intent-tokens.js';
+import { intentTokenReplacement } from '../../common/intent-tokens.js';
 
 export interface TransitionDeps {
   collections: Collections;
@@ -123,13 +123,18 @@ export async function transition(
   let result: TransitionResult;
   try {
     result = await decideAndApply(deps, mutation, decide, lock);
-  } finally {
+  } catch (err) {
     await lock.release();
+    throw err;
   }
-  if (result.kind !== 'applied') return result;
+  if (result.kind !== 'applied') {
+    await lock.release();
+    return result;
+  }
   // The intent's token is replaced again once the update is in, before anything
-  // answers: by this job, or by its retry (which finds the change applied).
-  await intentChanged(deps.redis, deps.prefix, mutation.target);
+  // answers, with the lock's release: by this job, or by its retry (which finds the
+  // change applied). A failure here fails the job.
+  await lock.release(intentTokenReplacement(deps.prefix, mutation.target));
   // Every step after the update is idempotent: no need to hold the lock for them.
   await finish(deps, result.doc, result.record);
   return result;
@@ -189,14 +194,17 @@ async function decideAndApply(
     // `attempt` of a document no transition has touched yet is absent, not 0.
     if (doc.attempt === undefined) (filter as Record<string, unknown>).attempt = { $exists: false };
     const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
-    // Kept copies of the intent (api/kept-intents.ts) are dropped before the update.
-    await intentChanged(deps.redis, deps.prefix, doc._id);
     // A locked database is contention: waited out here, not a failed job. The wait for
     // the gate may outlive the lock: each try is fenced (../record-lock.ts), never sent
-    // under another's lock.
+    // under another's lock. Kept copies of the intent (api/kept-intents.ts) are
+    // dropped before each try, by the fence's own round trip.
     const updated = await deps.writes.run(() =>
       retryInfrastructure(
-        () => lock.fenced(() => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history, changed_ms: deps.now() } })),
+        () =>
+          lock.fenced(
+            () => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history, changed_ms: deps.now() } }),
+            intentTokenReplacement(deps.prefix, doc._id),
+          ),
         UPDATE_RETRY,
       ),
     );

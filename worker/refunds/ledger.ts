@@ -34,7 +34,7 @@ import type { ErrorDetail } from '../../common/errors.js';
 import type { Scope } from '../../common/jobs.js';
 import { findByIdInScope } from '../../common/mongo.js';
 import { retryInfrastructure } from '../../common/retry.js';
-import { intentChanged } from '../../common/intent-tokens.js';
+import { intentTokenReplacement } from '../../common/intent-tokens.js';
 import { INTENT_LOCK, intentLockKey, RecordLock } from '../record-lock.js';
 import type { TransitionDeps } from '../lifecycle/transition.js';
 import { decideHold, decideSettle, type RefundOutcome } from './decide.js';
@@ -52,6 +52,8 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
   const c = deps.collections.paymentIntents;
   const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, target), INTENT_LOCK);
   await lock.acquire();
+  // Set once the intent was found changed: its token is replaced with the lock's release.
+  let changed = false;
   try {
     for (let race = 0; race < MAX_RACES; race++) {
       const doc = (await findByIdInScope(c, target, scope, READ)) as PaymentIntentDoc | null;
@@ -59,28 +61,32 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
       const planned = plan(doc);
       if (!planned.write) {
         // Found done: by an earlier run whose second replacement of the token may not have run.
-        await intentChanged(deps.redis, deps.prefix, target);
+        changed = true;
         return planned.value;
       }
       const rev = doc.rev ?? 0;
       const filter = { _id: doc._id, rev: doc.rev === undefined ? { $exists: false } : rev } as unknown as Filter<PaymentIntentDoc>;
       const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
-      // Kept copies of the intent (api/kept-intents.ts) are dropped before and after the update.
-      await intentChanged(deps.redis, deps.prefix, target);
+      // Kept copies of the intent (api/kept-intents.ts) are dropped before the update
+      // (by the fence's round trip) and after it (by the release's).
       const updated = await deps.writes.run(() =>
-        retryInfrastructure(() => lock.fenced(() => c.updateOne(where, { $set: { ...planned.set, rev: rev + 1 } })), UPDATE_RETRY),
+        retryInfrastructure(
+          () => lock.fenced(() => c.updateOne(where, { $set: { ...planned.set, rev: rev + 1 } }), intentTokenReplacement(deps.prefix, target)),
+          UPDATE_RETRY,
+        ),
       );
       if (updated === null) {
         await lock.acquire();
         continue;
       }
       if (updated.matchedCount === 0) continue;
-      await intentChanged(deps.redis, deps.prefix, target);
+      changed = true;
       return planned.value({ ...doc, ...planned.set, rev: rev + 1 });
     }
     throw new Error(`payment intent ${target}: its refunds still changing after ${MAX_RACES} tries`);
   } finally {
-    await lock.release();
+    // With the token's replacement, a failed release fails the change (its job is retried).
+    await lock.release(changed ? intentTokenReplacement(deps.prefix, target) : undefined);
   }
 }
 
