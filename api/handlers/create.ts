@@ -41,6 +41,8 @@ export interface CreateSpec<N extends RequestJobName, Input> {
    * default computed from it (expires_at) agrees with `created` to the second.
    */
   validate: (body: Record<string, unknown>, encoding: BodyEncoding, now: number) => Input;
+  /** A create answered 200 with this request's own new object (not a replay of another's). */
+  created?: (objectId: string) => void;
   /** The job's data; async where part of it is sealed (a confirm's phone number). */
   jobData: (base: RequestJobBase, input: Input) => RequestJobData<N> | Promise<RequestJobData<N>>;
 }
@@ -74,7 +76,9 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     const result = await runJob(deps, ctx, spec, ticket, own, input, now);
 
     // 3. Settle: the job's result (or its absence) becomes this request's answer.
-    sendAnswer(ctx, await ticket.settle(result, own));
+    const answer = await ticket.settle(result, own);
+    if (spec.idKind && answer.status === 200 && !answer.replayed) spec.created?.(own.objectId);
+    sendAnswer(ctx, answer);
   };
 }
 

@@ -13,7 +13,7 @@ import { parsePaymentIntentCreate } from '../schemas/payment-intents.js';
 import { parseCancel, parseConfirm, parseUpdate } from '../schemas/payment-intent-lifecycle.js';
 import { rejectQuery } from '../schemas/query.js';
 
-/** How many intents found by a mutation's existence check each api process remembers. */
+/** How many intents created, or found by a mutation's existence check, each api process remembers. */
 const KNOWN_INTENTS = 100_000;
 
 /** Ids known to exist in a scope; the oldest forgotten first beyond `max`. */
@@ -40,6 +40,13 @@ class KnownIds {
 export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: CreateHandler): void {
   const url = '/v1/payment_intents';
 
+  // A payment intent is never deleted, nor moved to another scope: once found, or
+  // created by this process, it exists for good. A mutation's existence check (404)
+  // reads MongoDB only for an intent this process has not seen: not for a confirm
+  // that follows its create through the same api, nor for a retried mutation (409
+  // while its first try is in flight, 503 under load).
+  const known = new KnownIds(KNOWN_INTENTS);
+
   router.post(url, ...guards.write, async (ctx) => {
     await create(ctx, {
       jobName: JOBS.createPaymentIntent,
@@ -47,6 +54,7 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
       validate: (body, encoding, now) =>
         parsePaymentIntentCreate(body, { operators: deps.config.operators, defaultCurrency: deps.config.defaultCurrency, now, encoding }),
       jobData: (base, input) => ({ ...base, input }),
+      created: (id) => known.add(ctx.state.key!, id),
     });
   });
 
@@ -80,10 +88,6 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
 
   // Mutations: validated here, applied by a worker on the stored intent (its status
   // decides), answered with the job's result, as a create is.
-  // A payment intent is never deleted, nor moved to another scope: once found, it
-  // exists for good, and a retried mutation (409 while its first try is in flight,
-  // 503 under load) does not read MongoDB again to know it.
-  const known = new KnownIds(KNOWN_INTENTS);
   const exists = (ctx: Ctx) => async () => {
     const key = ctx.state.key!;
     const id = ctx.params.id as string;
