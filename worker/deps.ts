@@ -12,6 +12,7 @@ import { logQueueErrors, type Logger } from '../common/logger.js';
 import type { Mongo } from '../common/mongo.js';
 import type { StoreProfile } from '../common/store-profile.js';
 import { InsertBatcher } from './group-commit.js';
+import { KEPT_DOCS, KeptIntentDocs } from './lifecycle/kept-docs.js';
 import { through, WriteGate } from './lifecycle/write-gate.js';
 import { dispatchEvent } from './processors/dispatch-event.js';
 import type { LifecycleDeps } from './processors/payment-intent-lifecycle.js';
@@ -112,6 +113,9 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   // Events are fanned out in the job that records them (their first attempts made
   // there too); the dispatch job is the fallback.
   const fanOut = (event: DispatchEventData, json: string) => dispatchEvent(dispatchDeps, event, json);
+  // The intents this worker wrote last, for their next step (lifecycle/kept-docs.ts).
+  const kept = new KeptIntentDocs({ ...KEPT_DOCS, now });
+  redis.commands.on('close', () => kept.clear());
   const lifecycleDeps: LifecycleDeps = {
     ...createDeps,
     eventsQueue,
@@ -128,6 +132,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     // Transition updates hold at most their share of the slots: the inserts keep the rest.
     writes: through(new WriteGate(transitionWritesInFlight), writes),
     atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,
+    kept,
     logger,
   };
   const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl };

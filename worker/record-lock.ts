@@ -47,6 +47,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Collection } from 'mongodb';
+import { intentTokenReplacement } from '../common/intent-tokens.js';
 
 export interface RecordLockOptions {
   /** How long the lock lives unless renewed. */
@@ -60,6 +61,7 @@ export const RECORD_LOCK: RecordLockOptions = { ttlMs: 10_000, waitMs: 30_000 };
 /** A payment intent's lock: every write under it is `fenced` (see above). */
 export const INTENT_LOCK: RecordLockOptions = { ttlMs: 3_000, waitMs: 30_000 };
 
+const ACQUIRE_AND_GET = `if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, redis.call('get', KEYS[2])} else return {0} end`;
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 // The same, with a key set in the same round trip: by the renewal only while the lock
@@ -122,7 +124,9 @@ export async function freeExpiredKey(
 ): Promise<boolean> {
   const key = objectLockKey(prefix, collection.collectionName, id);
   const options = collection.collectionName === 'payment_intents' ? INTENT_LOCK : RECORD_LOCK;
-  const updated = await withRecordLock(redis, key, (lock) => lock.fenced(() => collection.updateOne({ _id: id }, { $unset: { idem: '' } })), options);
+  // An intent's token is replaced with the fence, as for every write of an intent (common/intent-tokens.ts).
+  const also = collection.collectionName === 'payment_intents' ? intentTokenReplacement(prefix, id) : undefined;
+  const updated = await withRecordLock(redis, key, (lock) => lock.fenced(() => collection.updateOne({ _id: id }, { $unset: { idem: '' } }), also), options);
   if (updated === null) throw new Error(`${key} was lost before its key could be freed`);
   return updated.modifiedCount > 0;
 }
@@ -155,17 +159,24 @@ export class RecordLock {
     private readonly options: RecordLockOptions = RECORD_LOCK,
   ) {}
 
-  /** Waits until this holder has the lock; throws after `waitMs` (an infrastructure fault: the job is retried). */
-  async acquire(): Promise<void> {
+  /**
+   * Waits until this holder has the lock; throws after `waitMs` (an infrastructure
+   * fault: the job is retried). With `read`, returns that key's value as it was the
+   * moment the lock was taken (null when absent), read in the same round trip.
+   */
+  async acquire(read?: string): Promise<string | null> {
     const token = randomBytes(16).toString('hex');
     const deadline = Date.now() + this.options.waitMs;
     for (;;) {
-      if ((await this.redis.set(this.key, token, 'PX', this.options.ttlMs, 'NX')) === 'OK') {
+      const taken: [number, (string | null)?] = read
+        ? ((await this.redis.eval(ACQUIRE_AND_GET, 2, this.key, read, token, String(this.options.ttlMs))) as [number, string | null])
+        : [(await this.redis.set(this.key, token, 'PX', this.options.ttlMs, 'NX')) === 'OK' ? 1 : 0];
+      if (taken[0] === 1) {
         this.token = token;
         this.stopHeartbeat();
         this.heartbeat = setInterval(() => void this.renew().catch(() => false), Math.floor(this.options.ttlMs / 3));
         this.heartbeat.unref();
-        return;
+        return taken[1] ?? null;
       }
       if (Date.now() > deadline) throw new Error(`${this.key} stayed locked for ${this.options.waitMs} ms`);
       await sleep(10 + Math.floor(Math.random() * 30));

@@ -46,7 +46,8 @@ import { scheduleFollowUps } from './follow-ups.js';
 import { INTENT_LOCK, RecordLock, intentLockKey } from '../record-lock.js';
 import type { Gate } from './write-gate.js';
 import { retryInfrastructure } from '../../common/retry.js';
-import { intentTokenReplacement } from '../../common/intent-tokens.js';
+import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
+import type { KeptIntentDocs } from './kept-docs.js';
 
 export interface TransitionDeps {
   collections: Collections;
@@ -70,6 +71,8 @@ export interface TransitionDeps {
    * `_id` costs it a scan of every intent (docs/storage.md).
    */
   atomicConditionalUpdates: boolean;
+  /** The intents this worker wrote last (kept-docs.ts); without it every change reads MongoDB. */
+  kept?: KeptIntentDocs;
 }
 
 export interface Mutation extends Scope {
@@ -119,10 +122,11 @@ export async function transition(
   decide: (doc: PaymentIntentDoc) => Decision,
 ): Promise<TransitionResult> {
   const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, mutation.target), INTENT_LOCK);
-  await lock.acquire();
+  const token = await lock.acquire(deps.kept ? intentTokenKey(deps.prefix, mutation.target) : undefined);
+  const kept = deps.kept?.take(mutation.target, mutation, token) ?? null;
   let result: TransitionResult;
   try {
-    result = await decideAndApply(deps, mutation, decide, lock);
+    result = await decideAndApply(deps, mutation, decide, lock, kept);
   } catch (err) {
     await lock.release();
     throw err;
@@ -133,8 +137,10 @@ export async function transition(
   }
   // The intent's token is replaced again once the update is in, before anything
   // answers, with the lock's release: by this job, or by its retry (which finds the
-  // change applied). A failure here fails the job.
-  await lock.release(intentTokenReplacement(deps.prefix, mutation.target));
+  // change applied). A failure here fails the job. The intent is kept under it.
+  const replacement = intentTokenReplacement(deps.prefix, mutation.target);
+  await lock.release(replacement);
+  deps.kept?.keep(result.doc, replacement.value);
   // Every step after the update is idempotent: no need to hold the lock for them.
   await finish(deps, result.doc, result.record);
   return result;
@@ -145,10 +151,12 @@ async function decideAndApply(
   mutation: Mutation,
   decide: (doc: PaymentIntentDoc) => Decision,
   lock: RecordLock,
+  kept: PaymentIntentDoc | null,
 ): Promise<TransitionResult> {
   const c = deps.collections.paymentIntents;
   for (let race = 0; race < MAX_RACES; race++) {
-    const doc = await findByIdInScope(c, mutation.target, mutation, { projection: WITHOUT_HISTORY });
+    // A kept copy saves the first read only: a race lost is read again from MongoDB.
+    const doc = race === 0 && kept ? kept : await findByIdInScope(c, mutation.target, mutation, { projection: WITHOUT_HISTORY });
     if (!doc) return { kind: 'missing' };
     const done = doc.history?.find((h) => h.m === mutation.id && (h.x === undefined || h.x > deps.now()));
     if (done) return { kind: 'applied', record: await wholeRecord(deps, doc, done), doc, again: true };
@@ -198,11 +206,12 @@ async function decideAndApply(
     // the gate may outlive the lock: each try is fenced (../record-lock.ts), never sent
     // under another's lock. Kept copies of the intent (api/kept-intents.ts) are
     // dropped before each try, by the fence's own round trip.
+    const changedMs = deps.now();
     const updated = await deps.writes.run(() =>
       retryInfrastructure(
         () =>
           lock.fenced(
-            () => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history, changed_ms: deps.now() } }),
+            () => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history, changed_ms: changedMs } }),
             intentTokenReplacement(deps.prefix, doc._id),
           ),
         UPDATE_RETRY,
@@ -213,8 +222,8 @@ async function decideAndApply(
       continue; // the lock was lost meanwhile: read and decide again under the new one
     }
     if (updated.matchedCount === 0) continue; // another mutation got there first: decide again
-    after.history = history;
-    Object.assign(after, failures);
+    // As stored: the intent as it was read, with the update's fields.
+    Object.assign(after, failures, { history, changed_ms: changedMs });
     return { kind: 'applied', record, doc: after };
   }
   throw new Error(`payment intent ${mutation.target}: still changing after ${MAX_RACES} tries`);

@@ -36,7 +36,8 @@ import { decideOutcome } from '../lifecycle/decide.js';
 import { scheduleCheck } from '../lifecycle/follow-ups.js';
 import { transition } from '../lifecycle/transition.js';
 import { operatorCallbackUrl, OperatorRequestError } from '../operators/connector.js';
-import { INTENT_LOCK, intentLockKey, withRecordLock } from '../record-lock.js';
+import { INTENT_LOCK, intentLockKey, RecordLock } from '../record-lock.js';
+import { intentTokenReplacement } from '../../common/intent-tokens.js';
 import { contextOf, type LifecycleDeps } from './payment-intent-lifecycle.js';
 
 /** After the attempt's window: how long its checks go on (operators answer late). */
@@ -66,16 +67,24 @@ const IN_FLIGHT = ['requires_action', 'processing'] as const;
 async function setOnAttempt(deps: LifecycleDeps, doc: PaymentIntentDoc, fields: Record<string, unknown>): Promise<void> {
   const set = Object.fromEntries(Object.entries(fields).map(([name, value]) => [`payment.${name}`, value]));
   const intents = deps.collections.paymentIntents;
-  await withRecordLock(deps.redis, intentLockKey(deps.prefix, doc._id), async (lock) => {
+  const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, doc._id), INTENT_LOCK);
+  await lock.acquire();
+  let wrote = false;
+  try {
     // Under the lock no transition runs: the attempt read again is the one written.
     // The filters name `_id` alone where the store scans for any other field (docs/storage.md).
     const current = await intents.findOne({ _id: doc._id }, { projection: { attempt: 1, status: 1 } });
     if (!current || (current.attempt ?? 0) !== (doc.attempt ?? 0) || !(IN_FLIGHT as readonly string[]).includes(current.status)) return;
     const where = deps.atomicConditionalUpdates ? { _id: doc._id, attempt: doc.attempt ?? 0, status: { $in: [...IN_FLIGHT] } } : { _id: doc._id };
-    // `rev` moves, so a transition that read the intent before this write decides again.
-    const sent = await lock.fenced(() => intents.updateOne(where, { $set: set, $inc: { rev: 1 } }));
+    // `rev` moves, so a transition that read the intent before this write decides
+    // again; the intent's token is replaced before the write and after it, as for
+    // every write of an intent (common/intent-tokens.ts).
+    const sent = await lock.fenced(() => intents.updateOne(where, { $set: set, $inc: { rev: 1 } }), intentTokenReplacement(deps.prefix, doc._id));
     if (sent === null) throw new Error(`payment intent ${doc._id}: its lock was lost before the attempt could be noted`);
-  }, INTENT_LOCK);
+    wrote = true;
+  } finally {
+    await lock.release(wrote ? intentTokenReplacement(deps.prefix, doc._id) : undefined);
+  }
 }
 
 async function readIntent(deps: LifecycleDeps, data: OperatorCheckData): Promise<PaymentIntentDoc | null> {
