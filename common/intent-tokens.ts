@@ -13,7 +13,7 @@
  * - The token lives `INTENT_TOKEN_TTL_MS` after its last replacement: an intent
  *   nobody changes gets a new one from its next reader.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBase62 } from './ids.js';
 
 export const INTENT_TOKEN_TTL_MS = 10 * 60_000;
 
@@ -21,7 +21,8 @@ export function intentTokenKey(prefix: string, paymentIntent: string): string {
   return `${prefix}:intent-token:${paymentIntent}`;
 }
 
-export const freshIntentToken = (): string => randomBytes(9).toString('base64url');
+/** From the pooled random bytes of common/ids.ts: a token is drawn for every write of an intent. */
+export const freshIntentToken = (): string => randomBase62(12);
 
 /**
  * A replacement of the intent's token: sent with the intent lock's own commands

@@ -44,9 +44,9 @@
  * - Everything else (`RECORD_LOCK`, 10 s): endpoints and refunds, whose writes are
  *   not fenced and are not on a payment's path.
  */
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Collection } from 'mongodb';
+import { randomBase62 } from '../common/ids.js';
 import { intentTokenReplacement } from '../common/intent-tokens.js';
 
 export interface RecordLockOptions {
@@ -165,7 +165,8 @@ export class RecordLock {
    * moment the lock was taken (null when absent), read in the same round trip.
    */
   async acquire(read?: string): Promise<string | null> {
-    const token = randomBytes(16).toString('hex');
+    // From the pooled random bytes of common/ids.ts, not a system call per lock.
+    const token = randomBase62(22);
     const deadline = Date.now() + this.options.waitMs;
     for (;;) {
       const taken: [number, (string | null)?] = read

@@ -34,16 +34,17 @@ import type { ErrorDetail } from '../../common/errors.js';
 import type { Scope } from '../../common/jobs.js';
 import { findByIdInScope } from '../../common/mongo.js';
 import { retryInfrastructure } from '../../common/retry.js';
-import { intentTokenReplacement } from '../../common/intent-tokens.js';
+import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
 import { INTENT_LOCK, intentLockKey, RecordLock } from '../record-lock.js';
 import type { TransitionDeps } from '../lifecycle/transition.js';
 import { decideHold, decideSettle, type RefundOutcome } from './decide.js';
 
 const UPDATE_RETRY = { tries: 6, baseMs: 100, capMs: 2000 };
 const MAX_RACES = 8;
-const READ = { projection: { created_event: 0, history: 0 } } as const;
+/** The intent as a transition reads it, history included: what the ledger leaves is kept for the next change (decision 0020). */
+const READ = { projection: { created_event: 0 } } as const;
 
-export type LedgerDeps = Pick<TransitionDeps, 'collections' | 'redis' | 'prefix' | 'writes' | 'atomicConditionalUpdates' | 'ids' | 'now'>;
+export type LedgerDeps = Pick<TransitionDeps, 'collections' | 'redis' | 'prefix' | 'writes' | 'atomicConditionalUpdates' | 'ids' | 'now' | 'kept'>;
 
 type Plan<T> = { write: false; value: T } | { write: true; set: Partial<PaymentIntentDoc>; value: (after: PaymentIntentDoc) => T };
 
@@ -51,17 +52,20 @@ type Plan<T> = { write: false; value: T } | { write: true; set: Partial<PaymentI
 async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (doc: PaymentIntentDoc) => Plan<T>): Promise<T | null> {
   const c = deps.collections.paymentIntents;
   const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, target), INTENT_LOCK);
-  await lock.acquire();
-  // Set once the intent was found changed: its token is replaced with the lock's release.
-  let changed = false;
+  const token = await lock.acquire(deps.kept ? intentTokenKey(deps.prefix, target) : undefined);
+  const kept = deps.kept?.take(target, scope, token) ?? null;
+  // Set once the intent was found changed, as it is stored: its token is replaced
+  // with the lock's release, and it is kept under the new one.
+  let stored: PaymentIntentDoc | null = null;
   try {
     for (let race = 0; race < MAX_RACES; race++) {
-      const doc = (await findByIdInScope(c, target, scope, READ)) as PaymentIntentDoc | null;
+      // A kept copy saves the first read only (../lifecycle/kept-docs.ts).
+      const doc = race === 0 && kept ? kept : ((await findByIdInScope(c, target, scope, READ)) as PaymentIntentDoc | null);
       if (!doc) return null;
       const planned = plan(doc);
       if (!planned.write) {
         // Found done: by an earlier run whose second replacement of the token may not have run.
-        changed = true;
+        stored = doc;
         return planned.value;
       }
       const rev = doc.rev ?? 0;
@@ -80,13 +84,15 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
         continue;
       }
       if (updated.matchedCount === 0) continue;
-      changed = true;
-      return planned.value({ ...doc, ...planned.set, rev: rev + 1 });
+      stored = { ...doc, ...planned.set, rev: rev + 1 };
+      return planned.value(stored);
     }
     throw new Error(`payment intent ${target}: its refunds still changing after ${MAX_RACES} tries`);
   } finally {
     // With the token's replacement, a failed release fails the change (its job is retried).
-    await lock.release(changed ? intentTokenReplacement(deps.prefix, target) : undefined);
+    const replacement = stored ? intentTokenReplacement(deps.prefix, target) : undefined;
+    await lock.release(replacement);
+    if (stored && replacement) deps.kept?.keep(stored, replacement.value);
   }
 }
 

@@ -14,6 +14,7 @@
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
+import { intentTokenKey } from '../../../common/intent-tokens.js';
 import type { PaymentIntentDoc } from '../../../common/documents.js';
 import { Service, sleep, uniqueName, type ApiResponse } from '../../helpers/service.js';
 import { mapLimit, retrieve } from '../../helpers/payment-intent-lifecycle.js';
@@ -94,13 +95,18 @@ test('the sweeper re-drives a refund whose next step Redis lost, and a hold whos
   // Lost create: a hold on the intent's ledger, without its refund's document. Written
   // first, while no job writes the intent: on the local store an update rewrites the
   // whole document, and this one, made outside the intent's lock, would otherwise race
-  // the lost step's settlement (docs/storage.md).
+  // the lost step's settlement (docs/storage.md). Like any write made outside the
+  // service, it drops the intent's token: the worker that paid the intent keeps it
+  // under that token for its next change (docs/decisions/0020-kept-intents-in-workers.md).
   const db = await service.db();
   const orphan = `re_00Vc0000000000000${uniqueName('x').slice(-9)}`;
   const entry = { id: orphan, m: orphan, amount: 100, status: 'pending', c: Math.floor(Date.now() / 1000) - 60, reason: 'duplicate', ev: { created: `evt_00Vc0000000000000${uniqueName('x').slice(-9)}` } };
   const intents = db.collection<PaymentIntentDoc>('payment_intents');
   const before = (await intents.findOne({ _id: pi.id })) as PaymentIntentDoc;
   await intents.updateOne({ _id: pi.id }, { $set: { amount_held: (before.amount_held ?? 0) + 100, refunds_pending: (before.refunds_pending ?? 0) + 1, refunds: [...(before.refunds ?? []), entry as never] } });
+  const redis = service.redis();
+  t.teardown(() => redis.disconnect());
+  await redis.del(intentTokenKey(service.prefix, pi.id));
 
   // Lost step: the poll after the operator's "pending" is removed from Redis.
   const res = await refund(service, key, { payment_intent: pi.id, amount: 400 });
