@@ -91,13 +91,13 @@ export async function waitForExit(pid, ms) {
  * own process group (a terminal's Ctrl-C reaches only the parent, which stops
  * the servers in order) and killed when the parent exits.
  */
-export function spawnServer(bin, args, { logFile, cwd }) {
+export function spawnServer(bin, args, { logFile, cwd, env = process.env }) {
   installExitHandlers();
   const fd = fs.openSync(logFile, 'a');
   fs.writeSync(fd, `\n--- ${new Date().toISOString()} ${bin} ${args.join(' ')}\n`);
   let child;
   try {
-    child = spawn(bin, args, { cwd, stdio: ['ignore', fd, fd], detached: true });
+    child = spawn(bin, args, { cwd, env, stdio: ['ignore', fd, fd], detached: true });
   } finally {
     fs.closeSync(fd);
   }
