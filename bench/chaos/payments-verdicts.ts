@@ -72,6 +72,24 @@ export function clientFigures(keys: KeyRecord[], budgetMs: number): Pick<Payment
   return { ...figures, confirmToFinalMs };
 }
 
+/** The goal's bound on confirm → final at p99 (issue "The storm with payments"). */
+export const CONFIRM_TO_FINAL_P99_GOAL_MS = 10_000;
+
+/**
+ * Confirm → final at p99 within `goalMs`, over every confirmed payment: one that never
+ * became final within its client's budget counts as slower than any bound.
+ */
+export function p99Verdict(keys: KeyRecord[], goalMs: number = CONFIRM_TO_FINAL_P99_GOAL_MS): Verdict {
+  const paid = keys.flatMap((k) => (k.payment ? [k.payment] : []));
+  const within = paid.filter((p) => p.finalMs !== null && p.finalMs - p.startedMs <= goalMs).length;
+  const needed = Math.floor(0.99 * paid.length) + 1;
+  return {
+    name: `confirm → final p99 within ${goalMs / 1000} s`,
+    pass: paid.length > 0 && within >= needed,
+    detail: `${within}/${paid.length} confirmed payments final within ${goalMs / 1000} s of their first confirm (p99 needs ${Math.min(needed, paid.length)})`,
+  };
+}
+
 /** Succeeded payments against their `payment_intent.succeeded` events: exactly one each, none for the others. */
 export function succeededEventCounts(statuses: Map<string, string>, events: Map<string, number>): Pick<PaymentFigures, 'succeededWithoutEvent' | 'succeededTwice' | 'eventWithoutSuccess'> {
   const counts = { succeededWithoutEvent: 0, succeededTwice: 0, eventWithoutSuccess: 0 };
@@ -126,6 +144,7 @@ export async function checkPayments(db: Db, keys: KeyRecord[], budgetMs: number)
           `${Object.keys(client.confirmTerminal).length ? `, confirms ended ${JSON.stringify(client.confirmTerminal)}` : ''}; ` +
           `confirm → final ${t ? `p50 ${t.p50} ms, p99 ${t.p99} ms, max ${t.max} ms` : 'never'}`,
       },
+      p99Verdict(keys),
       {
         name: 'exactly one succeeded event per succeeded payment',
         pass: docs.length === ids.length && events.succeededWithoutEvent === 0 && events.succeededTwice === 0 && events.eventWithoutSuccess === 0 && transitionsTwice === 0,

@@ -8,7 +8,7 @@ import { planFaults, type InjectedFault } from '../../bench/chaos/faults.js';
 import type { KeyRecord, PaymentRecord } from '../../bench/chaos/load.js';
 import { parseOptions, type ChaosOptions } from '../../bench/chaos/options.js';
 import { finalStatus } from '../../bench/chaos/payments.js';
-import { checkPaymentRecovery, clientFigures, longestGapS, medianBySecondS, succeededEventCounts } from '../../bench/chaos/payments-verdicts.js';
+import { checkPaymentRecovery, clientFigures, longestGapS, medianBySecondS, p99Verdict, succeededEventCounts } from '../../bench/chaos/payments-verdicts.js';
 import { queuesAroundFaults, stalledQueue, type QueueCounts } from '../../bench/chaos/queues.js';
 
 const parse = (argv: string[]) => parseOptions(argv) as ChaosOptions;
@@ -100,6 +100,19 @@ test('the clients’ figures: final within the budget, the rest by last status, 
   t.deepEqual(figures.notFinal, { succeeded: 1, processing: 1, none: 1 });
   t.deepEqual(figures.confirmToFinalMs, { p50: 1490, p99: 1970, max: 1970 });
   t.is(figures.polls, 202);
+});
+
+test('confirm → final p99 within the goal: counted over every confirmed payment, one never final counting as too slow', (t) => {
+  // The report's p99 is the value at index floor(0.99 n) of the sorted times: of 200, the 199th.
+  const fast = (n: number, from = 0) => Array.from({ length: n }, (_, i) => paid(from + i, { finalMs: START + 1000, status: 'succeeded' }));
+  const slow = (i: number) => paid(i, { finalMs: START + 10_001, status: 'succeeded' });
+  t.true(p99Verdict([...fast(199), slow(199)]).pass, '1 of 200 slower than 10 s: p99 holds');
+  t.false(p99Verdict([...fast(198), slow(198), slow(199)]).pass, '2 of 200: it does not');
+  t.false(p99Verdict([...fast(198), slow(198), paid(199, { status: 'processing' })]).pass, 'one never final counts as slower');
+  t.false(p99Verdict([...fast(198), slow(198), paid(199, {}, false)]).pass, 'so does a confirm never answered');
+  t.true(p99Verdict(fast(10)).pass);
+  t.false(p99Verdict([]).pass, 'no payment, no verdict passed');
+  t.regex(p99Verdict(fast(10)).detail, /^10\/10 confirmed payments final within 10 s/);
 });
 
 test('exactly one succeeded event per succeeded payment, none for the others', (t) => {
