@@ -72,17 +72,20 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   const writes = startTypedWorker(QUEUES.writes, routeJobs(writesRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
   const intents = startTypedWorker(QUEUES.intents, routeJobs(intentsRoutes(jobs)), { ...common, concurrency: jobs.intentsConcurrency });
   const maintenance = startTypedWorker(QUEUES.maintenance, routeJobs(maintenanceRoutes(jobs)), { ...common, concurrency: 1 });
-  const stopSchedules = await scheduleHousekeeping(jobs.maintenanceQueue, config, redis.queues, logger);
   const events = startTypedWorker(QUEUES.events, routeJobs(eventsRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
   const webhooks = startTypedWorker(QUEUES.webhooks, routeJobs(webhooksRoutes(jobs)), { ...common, concurrency: config.webhooks.concurrency });
   jobs.deliveries.worker = webhooks;
 
+  // Listened to before anything is awaited: a BullMQ worker connects as it is made,
+  // and its connection's errors (Redis away while this process starts) with no
+  // listener went to stderr as bare stack traces instead of the log.
   const workers = [writes, intents, maintenance, events, webhooks];
   for (const w of workers) {
     w.on('failed', (job, err) => logger.warn({ queue: w.name, job: job?.name, job_id: job?.id, err: err.message }, 'job attempt failed'));
     w.on('error', (err) => logger.warn({ queue: w.name, err: err.message }, 'worker error'));
     w.on('stalled', (jobId) => logger.warn({ queue: w.name, job_id: jobId }, 'job stalled: recovered for retry'));
   }
+  const stopSchedules = await scheduleHousekeeping(jobs.maintenanceQueue, config, redis.queues, logger);
   for (const w of workers) w.run().catch((err: Error) => logger.error({ queue: w.name, err: err.message }, 'worker stopped'));
   const stopYielding = yieldToCreates({
     creates: jobs.writesQueue,
