@@ -29,6 +29,14 @@ export interface PaymentFigures {
   notFinal: Record<string, number>;
   /** From the first confirm request until a poll saw the payment final. */
   confirmToFinalMs: { p50: number; p99: number; max: number } | null;
+  /**
+   * The same time in two parts, over the payments final in their budget: from the
+   * first confirm request until the confirm's 200 (its retries included), and from
+   * that 200 until a poll saw the payment final. Which side of the answer a slow
+   * payment waited on.
+   */
+  confirmAnswerMs: { p50: number; p99: number; max: number } | null;
+  answerToFinalMs: { p50: number; p99: number; max: number } | null;
   polls: number;
   pollFailures: number;
   /** Stored statuses of the payments, when checked. */
@@ -48,10 +56,15 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** What the clients saw: confirms answered, payments final within `budgetMs` (and how long it took), the others. */
-export function clientFigures(keys: KeyRecord[], budgetMs: number): Pick<PaymentFigures, 'payments' | 'confirmed200' | 'confirmTerminal' | 'final' | 'notFinal' | 'confirmToFinalMs' | 'polls' | 'pollFailures'> {
+export function clientFigures(
+  keys: KeyRecord[],
+  budgetMs: number,
+): Pick<PaymentFigures, 'payments' | 'confirmed200' | 'confirmTerminal' | 'final' | 'notFinal' | 'confirmToFinalMs' | 'confirmAnswerMs' | 'answerToFinalMs' | 'polls' | 'pollFailures'> {
   const paid = keys.filter((k) => k.payment);
   const figures = { payments: paid.length, confirmed200: 0, confirmTerminal: {} as Record<string, number>, final: {} as Record<string, number>, notFinal: {} as Record<string, number>, polls: 0, pollFailures: 0 };
   const times: number[] = [];
+  const answers: number[] = [];
+  const afterAnswers: number[] = [];
   for (const k of paid) {
     const payment = k.payment!;
     if (k.confirm?.answer) figures.confirmed200++;
@@ -61,15 +74,23 @@ export function clientFigures(keys: KeyRecord[], budgetMs: number): Pick<Payment
     const took = payment.finalMs === null ? null : payment.finalMs - payment.startedMs;
     if (took !== null && took <= budgetMs) {
       times.push(took);
+      const answeredMs = k.confirm?.answer?.atMs;
+      if (answeredMs !== undefined) {
+        answers.push(answeredMs - payment.startedMs);
+        afterAnswers.push(Math.max(0, payment.finalMs! - answeredMs));
+      }
       figures.final[payment.status!] = (figures.final[payment.status!] ?? 0) + 1;
     } else {
       const last = payment.status ?? 'none';
       figures.notFinal[last] = (figures.notFinal[last] ?? 0) + 1;
     }
   }
-  times.sort((a, b) => a - b);
-  const confirmToFinalMs = times.length ? { p50: percentile(times, 50), p99: percentile(times, 99), max: times.at(-1) as number } : null;
-  return { ...figures, confirmToFinalMs };
+  return { ...figures, confirmToFinalMs: spread(times), confirmAnswerMs: spread(answers), answerToFinalMs: spread(afterAnswers) };
+}
+
+function spread(values: number[]): { p50: number; p99: number; max: number } | null {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length ? { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) as number } : null;
 }
 
 /** The goal's bound on confirm → final at p99 (issue "The storm with payments"). */

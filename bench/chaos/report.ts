@@ -137,10 +137,11 @@ export function printReport(report: ChaosReport): string {
 }
 
 function paymentLines(p: NonNullable<ChaosReport['payments']>): string[] {
-  const t = p.confirmToFinalMs;
+  const ms = (t: { p50: number; p99: number; max: number } | null) => (t ? `p50 ${t.p50} ms, p99 ${t.p99} ms, max ${t.max} ms` : 'never');
   return [
-    `Payments: ${p.payments} confirmed, final ${JSON.stringify(p.final)}; confirm → final ${t ? `p50 ${t.p50} ms, p99 ${t.p99} ms, max ${t.max} ms` : 'never'}; ` +
+    `Payments: ${p.payments} confirmed, final ${JSON.stringify(p.final)}; confirm → final ${ms(p.confirmToFinalMs)}; ` +
       `${p.polls} polls (${p.pollFailures} unanswered)`,
+    `  of which confirm → its 200 ${ms(p.confirmAnswerMs ?? null)}; its 200 → final ${ms(p.answerToFinalMs ?? null)}`,
     `Payment recovery after each fault (s; longest stretch without a payment final): ` +
       p.recoveries.map((r) => `${r.kind}@${r.atS}=${r.recoveredAfterS ?? 'never'} (${r.stalledS})`).join(' '),
     `Payments final per second: ${p.finalPerSecond.join(' ')}`,

@@ -99,6 +99,13 @@ test('the clients’ figures: final within the budget, the rest by last status, 
   t.deepEqual(figures.final, { succeeded: 98 });
   t.deepEqual(figures.notFinal, { succeeded: 1, processing: 1, none: 1 });
   t.deepEqual(figures.confirmToFinalMs, { p50: 1490, p99: 1970, max: 1970 });
+  // Every confirm here was answered at START, as the payment began: the whole time is after the answer.
+  t.deepEqual(figures.confirmAnswerMs, { p50: 0, p99: 0, max: 0 });
+  t.deepEqual(figures.answerToFinalMs, { p50: 1490, p99: 1970, max: 1970 });
+  const late = paid(0, { finalMs: START + 2000, status: 'succeeded' });
+  late.confirm!.answer!.atMs = START + 500;
+  const split = clientFigures([late], 120_000);
+  t.deepEqual([split.confirmAnswerMs?.max, split.answerToFinalMs?.max], [500, 1500], 'a confirm answered after 500 ms, final 1 500 ms later');
   t.is(figures.polls, 202);
 });
 
