@@ -54,6 +54,7 @@ export class Slot {
     /** How the process says it is ready to work: a log line (`worker started`), or a URL that answers 200 (`/readyz`). */
     private readonly readiness: RegExp | string,
     private readonly dist: string,
+    private readonly nodeArgs: string[] = [],
   ) {}
 
   /** Ms from the start of the current process until it logged its ready line; null if it died first. */
@@ -71,7 +72,7 @@ export class Slot {
   }
 
   start(): void {
-    const child = spawn(process.execPath, [path.join(this.dist, this.entry)], {
+    const child = spawn(process.execPath, [...this.nodeArgs, path.join(this.dist, this.entry)], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -152,6 +153,8 @@ export interface FleetOptions {
   workers: number;
   apiPorts: number[];
   env: Record<string, string>;
+  /** Node options put before the entry point (`--node-args`). */
+  nodeArgs?: string[];
   /** The build to run: its bundles (bundle/api.mjs, bundle/worker.mjs), or in an older build without them, api/main.js and worker/main.js. */
   dist: string;
   logDir: string;
@@ -178,12 +181,13 @@ export class Fleet {
           (line) => this.onLine(line),
           `http://127.0.0.1:${port}/readyz`,
           options.dist,
+          options.nodeArgs,
         ),
     );
     this.workers = Array.from(
       { length: options.workers },
       (_, i) =>
-        new Slot(`worker${i + 1}`, worker, options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally, (line) => this.onLine(line), /worker started/, options.dist),
+        new Slot(`worker${i + 1}`, worker, options.env, path.join(options.logDir, `worker${i + 1}.log`), this.tally, (line) => this.onLine(line), /worker started/, options.dist, options.nodeArgs),
     );
   }
 

@@ -48,6 +48,8 @@ export interface ChaosOptions {
   mongoUrl: string | null;
   /** Extra environment for every api and worker (`--env NAME=VALUE`). */
   env: Record<string, string>;
+  /** Node options for every api and worker (`--node-args`), e.g. `--cpu-prof`, which Node refuses in NODE_OPTIONS. */
+  nodeArgs: string[];
   out: string;
   /** The committed run log the run appends its row to (bench/results/chaos-runs.csv); null: none (`--no-log`). */
   runLog: string | null;
@@ -93,6 +95,10 @@ Redis over; then checks what came out and prints a report (JSON in --out).
   --redis-url URL     use this Redis (no Redis faults then)
   --mongodb-url URL   use this MongoDB instead of a throw-away FerretDB
   --env NAME=VALUE    extra environment for every api and worker (repeatable)
+  --node-args="ARGS"  Node options for every api and worker, split on spaces (the =
+                      form: they start with a dash), e.g. --node-args="--cpu-prof
+                      --cpu-prof-dir=/tmp/prof" (a profile is written by each
+                      process stopped at the end, not by the killed ones)
   --out FILE          JSON report (bench/results/chaos.json)
   --log FILE          append the run's row to this CSV (bench/results/chaos-runs.csv)
   --no-log            append no row (a trial run)
@@ -150,6 +156,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
       'redis-url': { type: 'string' },
       'mongodb-url': { type: 'string' },
       env: { type: 'string', multiple: true },
+      'node-args': { type: 'string' },
       out: { type: 'string' },
       seed: { type: 'string' },
       dist: { type: 'string' },
@@ -194,6 +201,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     redisUrl: values['redis-url'] ?? null,
     mongoUrl: values['mongodb-url'] ?? null,
     env,
+    nodeArgs: (values['node-args'] ?? '').split(' ').filter(Boolean),
     out: path.resolve(values.out ?? path.join(ROOT, 'bench', 'results', 'chaos.json')),
     runLog: values['no-log'] ? null : path.resolve(values.log ?? path.join(ROOT, 'bench', 'results', 'chaos-runs.csv')),
     seed: values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : number('seed', values.seed, 0),

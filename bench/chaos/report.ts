@@ -208,7 +208,7 @@ export const RUN_LOG_COLUMNS = [
 /**
  * The row of `report` for the run log, `sha` being the commit checked out in `root`;
  * `dist` is set only when the run ran another build (`--dist`), `env` when `--env`
- * configured the processes.
+ * configured the processes (and `--node-args`, as `node-args=…`: a profiled run is slower).
  */
 export function runLogRow(report: ChaosReport, sha: string, root: string): RunRow {
   const s = report.shape;
@@ -235,7 +235,7 @@ export function runLogRow(report: ChaosReport, sha: string, root: string): RunRo
     workers: s.workers,
     confirms_fraction: s.confirmFraction,
     seed: s.seed,
-    env: Object.entries(s.env ?? {}).map(([k, v]) => `${k}=${v}`).join(' '),
+    env: [...Object.entries(s.env ?? {}).map(([k, v]) => `${k}=${v}`), ...(s.nodeArgs?.length ? [`node-args=${s.nodeArgs.join(' ')}`] : [])].join(' '),
     dist: path.resolve(s.dist) === path.join(root, 'dist') ? '' : s.dist,
     pass: report.pass,
     keys_200: `${k.answered200}/${k.keys}`,

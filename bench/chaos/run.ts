@@ -130,6 +130,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     apiPorts: await freePorts(options.apis),
     logDir,
     dist: options.dist,
+    nodeArgs: options.nodeArgs,
     env: {
       REDIS_URL: redisUrl,
       MONGODB_URL: mongoUrl,

@@ -40,6 +40,11 @@ test('--payments takes a share; --rate and --env win over its defaults', (t) => 
   t.deepEqual(options.env, { SIMULATOR_APPROVAL_DELAY_MS: '1000', SIMULATOR_PROCESSING_DELAY_MS: '200' });
 });
 
+test('--node-args: Node options for every api and worker, split on spaces; none by default', (t) => {
+  t.deepEqual(parse([]).nodeArgs, []);
+  t.deepEqual(parse(['--node-args=--cpu-prof  --cpu-prof-dir=/tmp/prof ']).nodeArgs, ['--cpu-prof', '--cpu-prof-dir=/tmp/prof']);
+});
+
 test('conflicting or impossible flags are refused with a clear message', (t) => {
   t.throws(() => parseOptions(['--payments', '--confirms', '0.1']), { message: /--payments replaces --confirms/ });
   t.throws(() => parseOptions(['--store-restart', '3', '--mongodb-url', 'mongodb://db:27017']), { message: /not possible with --mongodb-url/ });
