@@ -1,7 +1,8 @@
 /**
  * Where the jobs were during a chaos run, to find the cause of a slow recovery: each
  * second, the waiting, active, delayed and failed counts of every BullMQ queue of the
- * service (common/jobs.ts QUEUES), and the workers' `job stalled` log lines of that
+ * service (common/jobs.ts QUEUES; waiting counts the prioritized jobs too, the payer's
+ * steps in the intents queue), and the workers' `job stalled` log lines of that
  * second. Of the delayed jobs, also those due within a minute (operator steps, retry
  * backoffs: not the intents' expiries, a day away) and those already due but not yet
  * moved to wait (overdue: no worker promoted them). A second whose counts Redis did
@@ -13,7 +14,7 @@ import { Redis } from 'ioredis';
 import { QUEUES } from '../../common/jobs.js';
 import type { InjectedFault } from './faults.js';
 
-const COUNTED = ['wait', 'active', 'delayed', 'failed'] as const;
+const COUNTED = ['wait', 'prioritized', 'active', 'delayed', 'failed'] as const;
 export const STATES = ['wait', 'active', 'delayed', 'due60s', 'overdue', 'failed'] as const;
 export type QueueCounts = Record<(typeof STATES)[number], number>;
 /** BullMQ scores a delayed job by its due time in ms × 0x1000 (and a counter below). */
@@ -30,6 +31,58 @@ export interface QueueSeries {
   samples: QueueSample[];
   /** Workers' `job stalled` log lines in each second of the run, by queue. */
   stalledPerSecond: Array<Record<string, number>>;
+  /** The intents queue's completed jobs, by the two seconds they were due in (absent: not read). */
+  intentsJobs?: JobTimes[];
+}
+
+/**
+ * The completed jobs of a queue that came due within `fromS`..`fromS + 2` of the load's
+ * start (added, plus their delay): how long after that their last attempt began
+ * (`waitMs`: the queue's wait, and any earlier attempts, stalls and retry backoffs),
+ * and how long that attempt ran (`runMs`), at the median and the 90th percentile.
+ * Tells a backlog (jobs waiting) from slow work (jobs running long).
+ */
+export interface JobTimes {
+  fromS: number;
+  jobs: number;
+  waitMs: { p50: number; p90: number };
+  runMs: { p50: number; p90: number };
+  /** Jobs run more than once (stalled, or failed and retried). */
+  again: number;
+}
+
+const JOB_TIMES_BUCKET_S = 2;
+/** At most this many completed jobs are read (the intents queue keeps 10 000). */
+const JOB_TIMES_MAX = 20_000;
+
+function quantile(sorted: number[], q: number): number {
+  return sorted.length === 0 ? 0 : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number);
+}
+
+/** The completed jobs' times (JobTimes), from their BullMQ records. */
+export function jobTimes(
+  jobs: Array<{ timestamp: number; opts?: { delay?: number }; processedOn?: number; finishedOn?: number; attemptsStarted?: number; stalledCounter?: number }>,
+  startMs: number,
+): JobTimes[] {
+  const buckets = new Map<number, { wait: number[]; run: number[]; again: number }>();
+  for (const job of jobs) {
+    if (!job.processedOn || !job.finishedOn) continue;
+    // The delay asked for (a promoted job's own `delay` field reads 0).
+    const dueMs = job.timestamp + (job.opts?.delay ?? 0);
+    const fromS = Math.floor((dueMs - startMs) / 1000 / JOB_TIMES_BUCKET_S) * JOB_TIMES_BUCKET_S;
+    const bucket = buckets.get(fromS) ?? { wait: [], run: [], again: 0 };
+    bucket.wait.push(Math.max(0, job.processedOn - dueMs));
+    bucket.run.push(Math.max(0, job.finishedOn - job.processedOn));
+    if ((job.attemptsStarted ?? 1) > 1 || (job.stalledCounter ?? 0) > 0) bucket.again++;
+    buckets.set(fromS, bucket);
+  }
+  return [...buckets.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([fromS, { wait, run, again }]) => {
+      wait.sort((a, b) => a - b);
+      run.sort((a, b) => a - b);
+      return { fromS, jobs: wait.length, waitMs: { p50: quantile(wait, 0.5), p90: quantile(wait, 0.9) }, runMs: { p50: quantile(run, 0.5), p90: quantile(run, 0.9) }, again };
+    });
 }
 
 /** The stalled-job line the workers log (worker/main.ts); its queue, or null for any other line. */
@@ -96,15 +149,21 @@ export class QueueSampler {
       this.redis.zcount(queue.keys.delayed as string, '-inf', (now + 60_000) * DELAYED_SCORE),
       this.redis.zcount(queue.keys.delayed as string, '-inf', now * DELAYED_SCORE),
     ]);
-    return { wait: counts.wait ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, due60s, overdue, failed: counts.failed ?? 0 };
+    return { wait: (counts.wait ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0, due60s, overdue, failed: counts.failed ?? 0 };
   }
 
-  /** Stops sampling; what was sampled. */
+  /** Stops sampling; what was sampled, and the intents queue's completed jobs' times. */
   async stop(): Promise<QueueSeries> {
     clearInterval(this.timer);
+    const intents = this.queues.find((q) => q.name === QUEUES.intents);
+    const completed = intents ? await intents.getJobs(['completed'], 0, JOB_TIMES_MAX - 1).catch(() => null) : null;
     await Promise.all(this.queues.map((q) => q.close().catch(() => undefined)));
     this.redis.disconnect();
-    return { samples: this.samples, stalledPerSecond: this.stalledPerSecond };
+    return {
+      samples: this.samples,
+      stalledPerSecond: this.stalledPerSecond,
+      ...(completed ? { intentsJobs: jobTimes(completed.filter((job) => job), this.startMs) } : {}),
+    };
   }
 }
 

@@ -149,6 +149,10 @@ function paymentLines(p: NonNullable<ChaosReport['payments']>): string[] {
   ];
 }
 
+function seconds(ms: number): string {
+  return (ms / 1000).toFixed(ms < 10_000 ? 2 : 1);
+}
+
 function countsText(counts: QueueCounts | null): string {
   return counts ? STATES.map((state) => counts[state]).join('/') : '-';
 }
@@ -171,6 +175,10 @@ export function queueLines(series: QueueSeries, faults: InjectedFault[], windowS
       `(${series.samples.length - read.length} unread): ${peaks.join(', ')}`,
   );
   lines.push(`Stalled-job log lines per second: ${stalled.join(' ') || 'none'}`);
+  if (series.intentsJobs?.length) {
+    const cells = series.intentsJobs.map((b) => `${b.fromS}s:${b.jobs} ${seconds(b.waitMs.p50)}/${seconds(b.waitMs.p90)} ${seconds(b.runMs.p50)}/${seconds(b.runMs.p90)}${b.again ? ` ×${b.again}` : ''}`);
+    lines.push(`Intents jobs completed, by the 2 s they came due in (jobs, wait p50/p90 s, last attempt's run p50/p90 s, ×run again): ${cells.join(' | ')}`);
+  }
   for (const around of queuesAroundFaults(series, faults, windowS)) {
     const moved = Object.entries(around.queues)
       .filter(([, q]) => STATES.some((state) => q.peak[state] > (q.before?.[state] ?? 0)))

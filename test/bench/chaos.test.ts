@@ -9,7 +9,7 @@ import type { KeyRecord, PaymentRecord } from '../../bench/chaos/load.js';
 import { parseOptions, type ChaosOptions } from '../../bench/chaos/options.js';
 import { finalStatus } from '../../bench/chaos/payments.js';
 import { checkPaymentRecovery, clientFigures, longestGapS, medianBySecondS, p99Verdict, succeededEventCounts } from '../../bench/chaos/payments-verdicts.js';
-import { queuesAroundFaults, stalledQueue, type QueueCounts } from '../../bench/chaos/queues.js';
+import { jobTimes, queuesAroundFaults, stalledQueue, type QueueCounts } from '../../bench/chaos/queues.js';
 
 const parse = (argv: string[]) => parseOptions(argv) as ChaosOptions;
 
@@ -187,6 +187,24 @@ test('the queues around a fault: before it, their peak after it, and the stalled
   t.deepEqual(around?.queues.writes?.after, counts(7));
   t.is(around?.unreadS, 1);
   t.deepEqual(around?.stalled, { writes: 3, intents: 2 });
+});
+
+test('jobTimes buckets completed jobs by when they came due, and tells their wait from their run', (t) => {
+  const start = 1_000_000;
+  const jobs = [
+    // Due at 0.5 s (added at 0.3 s, delayed 200 ms), started 100 ms later, ran 50 ms.
+    { timestamp: start + 300, opts: { delay: 200 }, processedOn: start + 600, finishedOn: start + 650, attemptsStarted: 1 },
+    // Due at 1.0 s, waited 3 s, ran 1 s, started twice.
+    { timestamp: start + 1000, processedOn: start + 4000, finishedOn: start + 5000, attemptsStarted: 2 },
+    // Due at 4.2 s, stalled once.
+    { timestamp: start + 4200, processedOn: start + 4300, finishedOn: start + 4310, attemptsStarted: 1, stalledCounter: 1 },
+    // Never finished: left out.
+    { timestamp: start + 4200, processedOn: start + 4300 },
+  ];
+  t.deepEqual(jobTimes(jobs, start), [
+    { fromS: 0, jobs: 2, waitMs: { p50: 3000, p90: 3000 }, runMs: { p50: 1000, p90: 1000 }, again: 1 },
+    { fromS: 4, jobs: 1, waitMs: { p50: 100, p90: 100 }, runMs: { p50: 10, p90: 10 }, again: 1 },
+  ]);
 });
 
 test('stalledQueue finds the workers’ stalled-job line and its queue', (t) => {
