@@ -224,6 +224,23 @@ export interface OperatorOutcomeData extends Scope {
 }
 
 /**
+ * The intents queue's order when it holds a backlog: a payment's last step before the
+ * step that moves a payment along. BullMQ takes the jobs without a priority first, in
+ * order, then the others by priority. The payer's step (`requires_action` →
+ * `processing`) waits behind the settlements, the checks, the expiries and the
+ * refunds' outcomes, each of which ends a payment or a refund. Under a backlog first
+ * in, first out, a payment waited its length twice (once per step); this way it waits
+ * it once, and the payments in flight end first (docs/faults.md). A step never waits
+ * for ever: each settlement comes from a payer's step already taken.
+ */
+export const PAYER_STEP_PRIORITY = 1;
+
+/** The BullMQ `priority` of an operator outcome's job (see PAYER_STEP_PRIORITY); none for the rest. */
+export function outcomePriority(step: OperatorOutcomeData['step']): { priority?: number } {
+  return step === 'payer' ? { priority: PAYER_STEP_PRIORITY } : {};
+}
+
+/**
  * Live mode: look at an attempt at its operator (worker/lifecycle/operator-check.ts).
  * `n` numbers the checks of the attempt's polling chain; `cb` is a check an operator
  * callback asked for (it schedules no further check). A callback's check knows the

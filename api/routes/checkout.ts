@@ -20,7 +20,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
-import { JOBS } from '../../common/jobs.js';
+import { JOBS, outcomePriority } from '../../common/jobs.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import { formatAmount } from '../../common/money.js';
 import { returnUrlFor } from '../../common/return-url.js';
@@ -132,7 +132,7 @@ export function checkoutRouter(deps: AppDeps): Router<State> {
       await deps.queues.intents.add(
         JOBS.operatorOutcome,
         { paymentIntent: doc._id, project: doc.project, livemode: doc.livemode, attempt, step: 'payer', action },
-        { jobId: `checkout-${doc._id}-${attempt}`, attempts: 1000, backoff: { type: 'capped' }, removeOnComplete: { age: 3600 }, removeOnFail: { age: 7 * 24 * 3600 } },
+        { ...outcomePriority('payer'), jobId: `checkout-${doc._id}-${attempt}`, attempts: 1000, backoff: { type: 'capped' }, removeOnComplete: { age: 3600 }, removeOnFail: { age: 7 * 24 * 3600 } },
       );
     }
     ctx.status = 303;

@@ -6,7 +6,7 @@
  * so a job that runs late or twice changes nothing.
  */
 import type { JobsOptions } from 'bullmq';
-import { JOBS, operatorCheckJobId, type Scope, type TypedQueue } from '../../common/jobs.js';
+import { JOBS, operatorCheckJobId, outcomePriority, type Scope, type TypedQueue } from '../../common/jobs.js';
 import type { FollowUp } from '../../common/lifecycle.js';
 
 const OPTIONS: JobsOptions = {
@@ -81,7 +81,7 @@ export async function scheduleFollowUps(queue: TypedQueue<'intents'>, pi: Target
     await queue.add(
       JOBS.operatorOutcome,
       { paymentIntent: pi._id, project: pi.project, livemode: pi.livemode, attempt, step: followUp.step, ...(recorded ? { recorded } : {}) },
-      { ...OPTIONS, jobId: outcomeJobId(pi._id, attempt, followUp.step), delay: followUp.delayMs },
+      { ...OPTIONS, ...outcomePriority(followUp.step), jobId: outcomeJobId(pi._id, attempt, followUp.step), delay: followUp.delayMs },
     );
   }
 }
