@@ -13,6 +13,7 @@
  */
 import type { Db } from 'mongodb';
 import type { EventDoc, PaymentIntentDoc } from '../../common/documents.js';
+import { idTime } from '../../common/ids.js';
 import type { InjectedFault } from './faults.js';
 import type { KeyRecord } from './load.js';
 import type { VerifyingReceiver } from './receiver.js';
@@ -47,8 +48,70 @@ export interface PaymentFigures {
   eventWithoutSuccess: number;
   /** Payments with a transition recorded twice in their history. */
   transitionsTwice: number;
+  /**
+   * The slowest payments (those never final first), each as a timeline in seconds from
+   * the run's start: its first confirm request, the confirm's attempts, its 200, the
+   * transitions its stored history records (each at its event's id time), and when a
+   * poll saw it final. Which step a slow payment waited for, and its id for the logs.
+   */
+  slowest?: SlowPayment[];
   /** Some of the payments that failed the event check (up to 5 of each kind), with their newest history entry's event, to look up in the logs. */
   samples?: Array<{ id: string; status: string; problem: string; newest: { type: string; id: string; json: boolean } | null }>;
+}
+
+export interface SlowPayment {
+  id: string;
+  /** From the first confirm request until a poll saw it final; null: never within the budget. */
+  tookMs: number | null;
+  confirmS: number;
+  /** The confirm's attempts' outcomes, in order, runs of one outcome folded (`503 ×3`). */
+  attempts: string;
+  answeredS: number | null;
+  /** The transitions recorded, by their events, in order. */
+  steps: Array<{ type: string; atS: number }>;
+  finalS: number | null;
+}
+
+/** How many slow payments the report shows. */
+export const SLOWEST_SHOWN = 5;
+
+/** Outcomes in order, a run of one outcome written once with its count. */
+export function foldOutcomes(outcomes: string[]): string {
+  const runs: Array<{ outcome: string; n: number }> = [];
+  for (const outcome of outcomes) {
+    const last = runs.at(-1);
+    if (last && last.outcome === outcome) last.n++;
+    else runs.push({ outcome, n: 1 });
+  }
+  return runs.map((r) => (r.n > 1 ? `${r.outcome} ×${r.n}` : r.outcome)).join(', ');
+}
+
+/**
+ * The `count` slowest payments as timelines from `startMs` (never final first, then by
+ * confirm → final), with the transitions their stored intents record: an entry's event
+ * id carries the time it was made (common/ids.ts), just before its update.
+ */
+export function slowestPayments(keys: KeyRecord[], docs: Array<Pick<PaymentIntentDoc, '_id' | 'history'>>, startMs: number, count: number = SLOWEST_SHOWN): SlowPayment[] {
+  const s = (ms: number) => Math.round((ms - startMs) / 100) / 10;
+  const byId = new Map(docs.map((d) => [d._id, d]));
+  const took = (k: KeyRecord) => (k.payment!.finalMs === null ? Infinity : k.payment!.finalMs - k.payment!.startedMs);
+  return keys
+    .filter((k) => k.payment && k.answer)
+    .sort((a, b) => took(b) - took(a))
+    .slice(0, count)
+    .map((k) => {
+      const payment = k.payment!;
+      const history = byId.get(k.answer!.id)?.history ?? [];
+      return {
+        id: k.answer!.id,
+        tookMs: payment.finalMs === null ? null : payment.finalMs - payment.startedMs,
+        confirmS: s(payment.startedMs),
+        attempts: foldOutcomes((k.confirm?.attempts ?? []).map((a) => a.outcome)),
+        answeredS: k.confirm?.answer ? s(k.confirm.answer.atMs) : null,
+        steps: history.flatMap((h) => (h.evt && h.evt.type.startsWith('payment_intent.') ? [{ type: h.evt.type.slice('payment_intent.'.length), atS: s(idTime(h.evt.id)) }] : [])),
+        finalS: payment.finalMs === null ? null : s(payment.finalMs),
+      };
+    });
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -123,7 +186,7 @@ export function succeededEventCounts(statuses: Map<string, string>, events: Map<
   return counts;
 }
 
-export async function checkPayments(db: Db, keys: KeyRecord[], budgetMs: number): Promise<{ verdicts: Verdict[]; figures: PaymentFigures }> {
+export async function checkPayments(db: Db, keys: KeyRecord[], budgetMs: number, startMs: number): Promise<{ verdicts: Verdict[]; figures: PaymentFigures }> {
   const client = clientFigures(keys, budgetMs);
   const ids = keys.flatMap((k) => (k.payment && k.answer ? [k.answer.id] : []));
   const docs = await db.collection<PaymentIntentDoc>('payment_intents').find({ _id: { $in: ids } }, { projection: { _id: 1, status: 1, history: 1 } }).toArray();
@@ -150,7 +213,8 @@ export async function checkPayments(db: Db, keys: KeyRecord[], budgetMs: number)
       return [{ id: doc._id, status: doc.status as string, problem, newest: evt ? { type: evt.type, id: evt.id, json: evt.json !== undefined } : null }];
     })
     .slice(0, 5);
-  const figures: PaymentFigures = { ...client, stored, ...events, transitionsTwice, ...(samples.length ? { samples } : {}) };
+  const slowest = slowestPayments(keys, docs, startMs);
+  const figures: PaymentFigures = { ...client, stored, ...events, transitionsTwice, slowest, ...(samples.length ? { samples } : {}) };
   const inBudget = Object.values(client.final).reduce((a, b) => a + b, 0);
   const t = client.confirmToFinalMs;
   return {

@@ -10,7 +10,7 @@ import type { InjectedFault } from './faults.js';
 import type { LogTally } from './fleet.js';
 import type { KeyRecord } from './load.js';
 import type { ChaosOptions } from './options.js';
-import type { AllEventFigures, PaymentFigures, PaymentRecovery } from './payments-verdicts.js';
+import type { AllEventFigures, PaymentFigures, PaymentRecovery, SlowPayment } from './payments-verdicts.js';
 import { queuesAroundFaults, STATES, type QueueCounts, type QueueSeries } from './queues.js';
 import type { RunRow } from '../results-log.js';
 import type { ConfirmFigures, EventFigures, KeyFigures, Recovery, RefundFigures, ReplayFigures, Verdict } from './verdicts.js';
@@ -146,7 +146,13 @@ function paymentLines(p: NonNullable<ChaosReport['payments']>): string[] {
       p.recoveries.map((r) => `${r.kind}@${r.atS}=${r.recoveredAfterS ?? 'never'} (${r.stalledS})`).join(' '),
     `Payments final per second: ${p.finalPerSecond.join(' ')}`,
     `Confirm → final, median by the second of the confirm (s): ${p.medianBySecondS.map((m) => m ?? '-').join(' ')}`,
+    ...(p.slowest?.length ? ['Slowest payments (s into the run: confirm sent, its attempts, its 200, the transitions recorded, seen final):', ...p.slowest.map(slowLine)] : []),
   ];
+}
+
+function slowLine(p: SlowPayment): string {
+  const steps = p.steps.map((step) => `${step.type} ${step.atS}`).join(', ');
+  return `  ${p.id} ${p.tookMs === null ? 'never final' : `${seconds(p.tookMs)} s`}: confirm ${p.confirmS} (${p.attempts}), 200 ${p.answeredS ?? '-'}; ${steps || 'no transition'}; final ${p.finalS ?? '-'}`;
 }
 
 function seconds(ms: number): string {

@@ -265,7 +265,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     const events = options.endpoint ? checkEvents(load.keys, receiver, { left: outboxLeft, emptyAfterS: outboxEmptyAfterS }) : null;
     const replays = checkReplays(load.keys);
     const confirms = options.confirmFraction > 0 && !options.payments ? await checkConfirms(db, load.keys) : null;
-    const paid = options.payments ? await checkPayments(db, load.keys, options.paymentBudgetS * 1000) : null;
+    const paid = options.payments ? await checkPayments(db, load.keys, options.paymentBudgetS * 1000, startMs) : null;
     const allEvents = options.payments && options.endpoint ? await checkAllEvents(db, receiver, endpointMs) : null;
     const refunds = options.refundFraction > 0 ? await checkRefunds(db, load.keys, receiver) : null;
     // Without an endpoint, nothing is delivered: the delivery verdict does not apply.

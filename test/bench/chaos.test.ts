@@ -8,7 +8,8 @@ import { planFaults, type InjectedFault } from '../../bench/chaos/faults.js';
 import type { KeyRecord, PaymentRecord } from '../../bench/chaos/load.js';
 import { parseOptions, type ChaosOptions } from '../../bench/chaos/options.js';
 import { finalStatus } from '../../bench/chaos/payments.js';
-import { checkPaymentRecovery, clientFigures, longestGapS, medianBySecondS, p99Verdict, succeededEventCounts } from '../../bench/chaos/payments-verdicts.js';
+import { checkPaymentRecovery, clientFigures, foldOutcomes, longestGapS, medianBySecondS, p99Verdict, slowestPayments, succeededEventCounts } from '../../bench/chaos/payments-verdicts.js';
+import { IdGenerator } from '../../common/ids.js';
 import { jobTimes, queuesAroundFaults, stalledQueue, type QueueCounts } from '../../bench/chaos/queues.js';
 
 const parse = (argv: string[]) => parseOptions(argv) as ChaosOptions;
@@ -112,6 +113,42 @@ test('the clients’ figures: final within the budget, the rest by last status, 
   const split = clientFigures([late], 120_000);
   t.deepEqual([split.confirmAnswerMs?.max, split.answerToFinalMs?.max], [500, 1500], 'a confirm answered after 500 ms, final 1 500 ms later');
   t.is(figures.polls, 202);
+});
+
+test('the slowest payments: never final first, then the slowest, each with its attempts and the transitions its history records', (t) => {
+  const eventAt = (ms: number) => new IdGenerator(() => ms).next('event');
+  const slow = paid(1, { finalMs: START + 9000, status: 'succeeded' });
+  slow.confirm!.attempts = ['503 service_unavailable', '503 service_unavailable', 'connection refused', '200'].map((outcome, i) => ({ sentMs: START + i * 1000, durationMs: 5, outcome, replayed: false }));
+  slow.confirm!.answer!.atMs = START + 3000;
+  const keys = [paid(0, { finalMs: START + 1000, status: 'succeeded' }), slow, paid(2, { status: 'processing' }), paid(3, { finalMs: START + 2000, status: 'succeeded' })];
+  const docs = [
+    {
+      _id: 'pi_1',
+      history: [
+        { m: 'a', st: 200, evt: { id: eventAt(START + 2900), type: 'payment_intent.requires_action' }, fu: [], at: 1 },
+        { m: 'b', st: 200, evt: null, fu: [], at: 1 },
+        { m: 'c', st: 200, evt: { id: eventAt(START + 8100), type: 'payment_intent.processing' }, fu: [], at: 1 },
+        { m: 'd', st: 200, evt: { id: eventAt(START + 8750), type: 'payment_intent.succeeded' }, fu: [], at: 1 },
+      ],
+    },
+  ];
+  const slowest = slowestPayments(keys, docs, START - 30_000, 2);
+  t.deepEqual(slowest.map((p) => p.id), ['pi_2', 'pi_1'], 'the one never final, then the slowest final');
+  t.deepEqual(slowest[0], { id: 'pi_2', tookMs: null, confirmS: 30, attempts: '', answeredS: 30, steps: [], finalS: null });
+  t.deepEqual(slowest[1], {
+    id: 'pi_1',
+    tookMs: 9000,
+    confirmS: 30,
+    attempts: '503 service_unavailable ×2, connection refused, 200',
+    answeredS: 33,
+    steps: [
+      { type: 'requires_action', atS: 32.9 },
+      { type: 'processing', atS: 38.1 },
+      { type: 'succeeded', atS: 38.8 },
+    ],
+    finalS: 39,
+  });
+  t.is(foldOutcomes(['200']), '200');
 });
 
 test('confirm → final p99 within the goal: counted over every confirmed payment, one never final counting as too slow', (t) => {
