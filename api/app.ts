@@ -1,7 +1,7 @@
 import Koa, { type Middleware } from 'koa';
 import Router from '@koa/router';
 import { errors } from '../common/errors.js';
-import type { AppDeps, State } from './context.js';
+import { matchedRoute, type AppDeps, type State } from './context.js';
 import { createHandler } from './handlers/create.js';
 import { IdempotencyStore } from './idempotency/store.js';
 import { authenticate } from './middleware/auth.js';
@@ -9,6 +9,7 @@ import { parseBody } from './middleware/body.js';
 import { handleErrors } from './middleware/errors.js';
 import { makeGuards } from './middleware/guards.js';
 import { rateLimit } from './middleware/rate-limit.js';
+import { replayFromMemory } from './middleware/replay-from-memory.js';
 import { securityHeaders } from './middleware/security-headers.js';
 import { adminKeysRouter } from './routes/admin-keys.js';
 import { checkoutRouter } from './routes/checkout.js';
@@ -31,8 +32,7 @@ function nameRoute(): Middleware<State> {
     try {
       await next();
     } finally {
-      const matched = (ctx as unknown as { _matchedRoute?: string | RegExp })._matchedRoute;
-      if (matched !== undefined) ctx.state.route ??= String(matched);
+      ctx.state.route ??= matchedRoute(ctx);
     }
   };
 }
@@ -83,6 +83,7 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   app.use(securityHeaders());
   app.use(handleErrors(deps));
   app.use(nameRoute());
+  app.use(replayFromMemory(deps, idempotency.replays));
   for (const router of routers) app.use(router.routes());
   app.use(unmatched(routers));
   return app;

@@ -55,6 +55,16 @@ export interface State {
   body?: Record<string, unknown>;
   /** How `body` arrived: its checks coerce a form's strings by field type. */
   bodyEncoding?: BodyEncoding;
+  /** The body as read, before parsing. */
+  bodyText?: string;
+  /** The request has been counted against its key's rate limit already. */
+  rateCounted?: boolean;
 }
 
 export type Ctx = ParameterizedContext<State>;
+
+/** The template of the route @koa/router matched (it sets it while routing), if any yet. */
+export function matchedRoute(ctx: Ctx): string | undefined {
+  const matched = (ctx as unknown as { _matchedRoute?: string | RegExp })._matchedRoute;
+  return matched === undefined ? undefined : String(matched);
+}

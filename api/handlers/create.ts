@@ -12,8 +12,9 @@ import type { JobsOptions, Queue } from 'bullmq';
 import { errors } from '../../common/errors.js';
 import type { IdKind } from '../../common/ids.js';
 import { requestQueue, type CreateResultMessage, type RequestJobBase, type RequestJobData, type RequestJobName } from '../../common/jobs.js';
-import type { AppDeps, Ctx } from '../context.js';
+import { matchedRoute, type AppDeps, type Ctx } from '../context.js';
 import type { BodyEncoding } from '../schemas/fields.js';
+import type { SentRequest } from '../idempotency/replay-cache.js';
 import type { Answer, IdempotencyStore, Own, Ticket } from '../idempotency/store.js';
 import { baseUrlOf, sendJson } from '../respond.js';
 import { parseIdempotencyKey } from '../schemas/idempotency-key.js';
@@ -56,7 +57,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     const encoding = ctx.state.bodyEncoding ?? 'json';
 
     // 1. Begin: the key's recorded answer to replay, or this request's ticket.
-    const begun = await idempotency.begin(key, parseIdempotencyKey(ctx.headers['idempotency-key']), ctx.method, ctx.path, body, encoding);
+    const begun = await idempotency.begin(key, parseIdempotencyKey(ctx.headers['idempotency-key']), ctx.method, ctx.path, body, encoding, sentRequest(ctx));
     if ('replay' in begun) return sendAnswer(ctx, { ...begun.replay, replayed: true });
     const { ticket } = begun;
 
@@ -137,7 +138,15 @@ async function runJob<N extends RequestJobName, Input>(
   return waiting.result(deps.config.createTimeoutMs);
 }
 
-function sendAnswer(ctx: Ctx, answer: Answer): void {
+/** The request as it was read, for the replays before routing; none before its body was read. */
+function sentRequest(ctx: Ctx): SentRequest | undefined {
+  const text = ctx.state.bodyText;
+  const route = matchedRoute(ctx);
+  if (text === undefined || route === undefined) return undefined;
+  return { method: ctx.method, path: ctx.path, contentType: ctx.get('Content-Type'), text, route };
+}
+
+export function sendAnswer(ctx: Ctx, answer: Answer): void {
   if (answer.replayed) ctx.set('Idempotent-Replayed', 'true');
   sendJson(ctx, answer.body, answer.status);
 }

@@ -12,6 +12,11 @@ export interface KeyedRequest {
   readonly redisKey: string;
 }
 
+/** The scope and key as a plain string: the key of the in-memory replays. */
+export function memoryKeyOf(scope: Scope, key: string): string {
+  return `${scope.project}\n${scope.livemode ? 'live' : 'test'}\n${key}`;
+}
+
 export function describeKeyedRequest(
   options: { prefix: string; expiresAt: number },
   scope: Scope,
@@ -24,7 +29,7 @@ export function describeKeyedRequest(
   const canonical = canonicalRequest(method, path, body, encoding);
   let info: IdempotencyJobInfo | undefined;
   return {
-    memoryKey: `${scope.project}\n${scope.livemode ? 'live' : 'test'}\n${key}`,
+    memoryKey: memoryKeyOf(scope, key),
     canonical,
     get info() {
       info ??= { scopeHash: scopeHash(scope, key), key, fingerprint: fingerprintOf(canonical), expiresAt: options.expiresAt };

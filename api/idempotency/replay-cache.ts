@@ -4,16 +4,33 @@ export interface Replay {
   body: string;
 }
 
-interface KeptReplay extends Replay {
+/**
+ * A request as this process read it, before any parsing: the same method, path,
+ * `Content-Type` header and body text make the same canonical request, so a replay
+ * can be matched to it before routing (../middleware/replay-from-memory.ts). The
+ * route is its template, for the request's log line and metrics.
+ */
+export interface SentRequest {
+  method: string;
+  path: string;
+  contentType: string;
+  text: string;
+  route: string;
+}
+
+export interface KeptReplay extends Replay {
   /** The request it answered: its canonical form, or (an answer heard on the results channel) its fingerprint. */
   canonical: string;
   expiresAt: number;
   bytes: number;
+  /** A request of this process that was given this answer, as it was read. */
+  sent?: SentRequest;
 }
 
 /** What an entry costs: its strings at two bytes a character (V8's worst case), plus bookkeeping. */
-function sizeOf(memoryKey: string, canonical: string, body: string): number {
-  return 2 * (memoryKey.length + canonical.length + body.length) + 64;
+function sizeOf(memoryKey: string, canonical: string, body: string, sent: SentRequest | undefined): number {
+  const sentLength = sent ? sent.path.length + sent.contentType.length + sent.text.length + sent.route.length : 0;
+  return 2 * (memoryKey.length + canonical.length + body.length + sentLength) + 64;
 }
 
 /**
@@ -26,6 +43,8 @@ function sizeOf(memoryKey: string, canonical: string, body: string): number {
 export class ReplayCache {
   private readonly replays = new Map<string, KeptReplay>();
   private total = 0;
+  /** Requests answered before routing, matched to a kept request as it was read. */
+  answeredAsSent = 0;
 
   constructor(
     private readonly now: () => number,
@@ -39,14 +58,14 @@ export class ReplayCache {
     this.total = 0;
   }
 
-  /** Keeps a result a request has just been matched to (same fingerprint). */
-  keep(memoryKey: string, canonical: string, replay: Replay, expiresAt: number): void {
+  /** Keeps a result a request has just been matched to (same fingerprint), with that request as it was read when known. */
+  keep(memoryKey: string, canonical: string, replay: Replay, expiresAt: number, sent?: SentRequest): void {
     if (expiresAt <= this.now()) return;
-    const bytes = sizeOf(memoryKey, canonical, replay.body);
+    const bytes = sizeOf(memoryKey, canonical, replay.body, sent);
     if (bytes > this.maxBytes) return;
     this.drop(memoryKey);
     while (this.total + bytes > this.maxBytes) this.drop(this.replays.keys().next().value as string);
-    this.replays.set(memoryKey, { status: replay.status, body: replay.body, canonical, expiresAt, bytes });
+    this.replays.set(memoryKey, { status: replay.status, body: replay.body, canonical, expiresAt, bytes, ...(sent ? { sent } : {}) });
     this.total += bytes;
   }
 

@@ -39,7 +39,7 @@ import type { CreateResultMessage, IdempotencyJobInfo, Scope } from '../../commo
 import type { Collections } from '../../common/mongo.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
 import { describeKeyedRequest, type KeyedRequest } from './keyed-request.js';
-import { ReplayCache, type Replay } from './replay-cache.js';
+import { ReplayCache, type Replay, type SentRequest } from './replay-cache.js';
 
 type Lookup =
   | { kind: 'replay'; replay: Replay }
@@ -140,18 +140,28 @@ export class IdempotencyStore {
   /**
    * Before validation: the recorded answer of the key to replay (400
    * `idempotency_key_reused` for another request, 409 `idempotency_in_flight` while
-   * one runs: both thrown), or this request's ticket. Takes nothing yet.
+   * one runs: both thrown), or this request's ticket. Takes nothing yet. `sent`:
+   * the request as it was read, kept with its answer once it has one, so that the
+   * same bytes again are replayed before routing.
    */
-  async begin(scope: Scope, key: string | null, method: string, path: string, body: unknown, encoding: 'json' | 'form' = 'json'): Promise<Begun> {
+  async begin(
+    scope: Scope,
+    key: string | null,
+    method: string,
+    path: string,
+    body: unknown,
+    encoding: 'json' | 'form' = 'json',
+    sent?: SentRequest,
+  ): Promise<Begun> {
     if (key === null) return { ticket: UNKEYED };
     const expiresAt = this.deps.now() + this.deps.config.idempotencyTtlMs;
     const req = describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt }, scope, key, method, path, body, encoding);
-    const found = await this.lookup(req);
+    const found = await this.lookup(req, sent);
     if (found.kind === 'replay') return { replay: found.replay };
-    return { ticket: this.ticket(req) };
+    return { ticket: this.ticket(req, sent) };
   }
 
-  private ticket(req: KeyedRequest): Ticket {
+  private ticket(req: KeyedRequest, sent: SentRequest | undefined): Ticket {
     const jobId = idempotentJobId(req.info.scopeHash);
     let token: string | null = null;
     const release = async () => {
@@ -180,7 +190,7 @@ export class IdempotencyStore {
           const answer = answerOf(result, own);
           // This request's own answer, just recorded: kept, so that its replays to this
           // process read nothing from MongoDB (a client that lost the answer retries at once).
-          if (answer.status === 200 && !answer.replayed) this.replays.keep(req.memoryKey, req.canonical, { status: answer.status, body: answer.body }, req.info.expiresAt);
+          if (answer.status === 200 && !answer.replayed) this.replays.keep(req.memoryKey, req.canonical, { status: answer.status, body: answer.body }, req.info.expiresAt, sent);
           return answer;
         }
         // No answer in time. The job goes on and records its result; the key is freed so a
@@ -197,23 +207,26 @@ export class IdempotencyStore {
   }
 
   /** Before validation: is there a result to replay, or a request in flight? */
-  private async lookup(req: KeyedRequest): Promise<Lookup> {
+  private async lookup(req: KeyedRequest, sent: SentRequest | undefined): Promise<Lookup> {
     const kept = this.replays.get(req.memoryKey);
     if (kept) {
       if (kept.canonical !== req.canonical) throw errors.idempotencyKeyReused();
+      // Kept again with this request as read: the next one with the same bytes is matched before routing.
+      if (sent && !sameSent(kept.sent, sent)) this.replays.keep(req.memoryKey, kept.canonical, kept, kept.expiresAt, sent);
       return { kind: 'replay', replay: kept };
     }
     const heard = this.replays.get(heardKey(idempotentJobId(req.info.scopeHash)));
     if (heard) {
       // Kept with the fingerprint of the request it answered.
       if (heard.canonical !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+      if (sent) this.replays.keep(req.memoryKey, req.canonical, heard, heard.expiresAt, sent);
       return { kind: 'replay', replay: heard };
     }
     const [raw, epoch] = await this.deps.redis.mget(req.redisKey, this.epochKey);
     const entry = decodeEntry(raw ?? null);
     if (entry?.s === 'done') {
       const found = await this.replayOf(req, entry);
-      if (found.kind === 'replay') this.replays.keep(req.memoryKey, req.canonical, found.replay, entry.exp);
+      if (found.kind === 'replay') this.replays.keep(req.memoryKey, req.canonical, found.replay, entry.exp, sent);
       return found;
     }
     if (entry?.s === 'lock') throw errors.idempotencyInFlight();
@@ -372,6 +385,10 @@ export class IdempotencyStore {
     if (recordedFingerprint !== req.info.fingerprint) throw errors.idempotencyKeyReused();
     return { kind: 'replay', replay };
   }
+}
+
+function sameSent(a: SentRequest | undefined, b: SentRequest): boolean {
+  return a !== undefined && a.method === b.method && a.path === b.path && a.contentType === b.contentType && a.text === b.text && a.route === b.route;
 }
 
 /** Where a heard answer is kept: apart from the requests' own keys, which hold newlines and never start with one. */

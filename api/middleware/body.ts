@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { errors } from '../../common/errors.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../common/json-depth.js';
-import type { State } from '../context.js';
+import type { Ctx, State } from '../context.js';
 import { looksLikeJson, parseFormBody } from '../schemas/form-body.js';
 import type { BodyEncoding } from '../schemas/fields.js';
 
@@ -56,6 +56,19 @@ function parseJson(text: string): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
+/** The body as text, at most BODY_LIMIT bytes; the errors are the contract's. */
+export async function readBodyText(ctx: Ctx): Promise<string> {
+  try {
+    return await getRawBody(ctx.req, { limit: BODY_LIMIT, encoding: 'utf8', length: ctx.get('Content-Length') || undefined });
+  } catch (err) {
+    const type = (err as { type?: string }).type;
+    if (type !== undefined && ABORTED.has(type)) throw new ClientAbortedError(type);
+    if (type === 'entity.too.large') throw errors.bodyTooLarge(BODY_LIMIT);
+    if (type === 'encoding.unsupported' || type === 'request.size.invalid') throw errors.invalidJson('the body could not be read');
+    throw err;
+  }
+}
+
 /**
  * Reads the body into `ctx.state.body` and its encoding into `ctx.state.bodyEncoding`:
  * a JSON object (`application/json`) or, unless `form: false`, a form in Stripe's
@@ -72,16 +85,9 @@ export function parseBody(options: { form?: boolean } = {}): Middleware<State> {
     const contentType = ctx.get('Content-Type');
     const declared = contentType === '' ? null : encodingOf(contentType, formAllowed);
     if (contentType !== '' && declared === null) throw errors.contentTypeInvalid(accepted);
-    let text: string;
-    try {
-      text = await getRawBody(ctx.req, { limit: BODY_LIMIT, encoding: 'utf8', length: ctx.get('Content-Length') || undefined });
-    } catch (err) {
-      const type = (err as { type?: string }).type;
-      if (type !== undefined && ABORTED.has(type)) throw new ClientAbortedError(type);
-      if (type === 'entity.too.large') throw errors.bodyTooLarge(BODY_LIMIT);
-      if (type === 'encoding.unsupported' || type === 'request.size.invalid') throw errors.invalidJson('the body could not be read');
-      throw err;
-    }
+    // Read already when a replay from memory was looked for (replay-from-memory.ts).
+    const text = ctx.state.bodyText ?? (await readBodyText(ctx));
+    ctx.state.bodyText = text;
     ctx.state.bodyEncoding = declared ?? 'json';
     if (text.trim() === '') {
       ctx.state.body = {};

@@ -103,6 +103,8 @@ export interface InProcessService {
   issueKey(project: string, livemode?: boolean): Promise<string>;
   /** Forgets the api's replays in memory: the next request with a key asks Redis (and MongoDB). */
   forgetReplays(): void;
+  /** How many requests the api answered before routing, from a request kept as it was read (api/middleware/replay-from-memory.ts). */
+  answeredAsSent(): number;
   /** The api's result waiter: `recheckAll` is what it runs when its subscription is back after Redis went away. */
   results: ResultWaiter;
   stop(): Promise<void>;
@@ -145,6 +147,7 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
   return {
     baseUrl,
     forgetReplays: () => idempotency.replays.clear(),
+    answeredAsSent: () => idempotency.replays.answeredAsSent,
     results,
     async request(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };
