@@ -7,7 +7,7 @@ export interface Replay {
 /**
  * A request as this process read it, before any parsing: the same method, path,
  * `Content-Type` header and body text make the same canonical request, so a replay
- * can be matched to it before routing (../middleware/replay-from-memory.ts). The
+ * can be matched to it before routing (../handlers/replay-from-memory.ts). The
  * route is its template, for the request's log line and metrics.
  */
 export interface SentRequest {

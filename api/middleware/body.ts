@@ -85,7 +85,7 @@ export function parseBody(options: { form?: boolean } = {}): Middleware<State> {
     const contentType = ctx.get('Content-Type');
     const declared = contentType === '' ? null : encodingOf(contentType, formAllowed);
     if (contentType !== '' && declared === null) throw errors.contentTypeInvalid(accepted);
-    // Read already when a replay from memory was looked for (replay-from-memory.ts).
+    // Read already when a replay from memory was looked for (../handlers/replay-from-memory.ts).
     const text = ctx.state.bodyText ?? (await readBodyText(ctx));
     ctx.state.bodyText = text;
     ctx.state.bodyEncoding = declared ?? 'json';

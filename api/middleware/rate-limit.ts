@@ -5,7 +5,7 @@ import type { AppDeps, Ctx, State } from '../context.js';
 /**
  * Counts the request against its key's limit: a fixed one-second window per API key,
  * counted in Redis so that every api process shares it. Throws 429 past the limit.
- * Counted once, whichever step asks first (replay-from-memory.ts, or the guard).
+ * Counted once, whichever step asks first (../handlers/replay-from-memory.ts, or the guard).
  */
 export async function countRequest(deps: Pick<AppDeps, 'config' | 'redis' | 'now'>, ctx: Ctx): Promise<void> {
   const limit = deps.config.rateLimitPerSecond;

@@ -103,7 +103,7 @@ export interface InProcessService {
   issueKey(project: string, livemode?: boolean): Promise<string>;
   /** Forgets the api's replays in memory: the next request with a key asks Redis (and MongoDB). */
   forgetReplays(): void;
-  /** How many requests the api answered before routing, from a request kept as it was read (api/middleware/replay-from-memory.ts). */
+  /** How many requests the api answered before routing, from a request kept as it was read (api/handlers/replay-from-memory.ts). */
   answeredAsSent(): number;
   /** The api's result waiter: `recheckAll` is what it runs when its subscription is back after Redis went away. */
   results: ResultWaiter;

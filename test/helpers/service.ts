@@ -113,6 +113,17 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined> | 
   }
 }
 
+/**
+ * A port found free may be taken before the api binds it: by another test's server,
+ * or as the local end of any process's outgoing connection (the same ephemeral
+ * range). The api then exits with EADDRINUSE, and starts again on another port.
+ */
+const PORT_ATTEMPTS = 3;
+
+function portTaken(err: unknown): boolean {
+  return err instanceof Error && err.message.includes('EADDRINUSE');
+}
+
 export interface ServiceOptions {
   /** Overrides of the stack's servers go in `env` (MONGODB_URL) or `redisUrl`. */
   workers?: number;
@@ -173,16 +184,19 @@ export class Service {
   }
 
   static async start(options: ServiceOptions = {}): Promise<Service> {
-    const service = new Service(await freePort(), options);
-    const workers = options.workers ?? 1;
-    try {
-      await Promise.all([service.startApi(), ...Array.from({ length: workers }, () => service.startWorker())]);
-    } catch (err) {
-      // Nobody else holds this service yet: stop what did start, or it outlives the test run.
-      await service.stop();
-      throw err;
+    for (let attempt = 1; ; attempt++) {
+      const service = new Service(await freePort(), options);
+      const workers = options.workers ?? 1;
+      try {
+        await Promise.all([service.startApi(), ...Array.from({ length: workers }, () => service.startWorker())]);
+        return service;
+      } catch (err) {
+        // Nobody else holds this service yet: stop what did start, or it outlives the test run.
+        await service.stop();
+        if (attempt < PORT_ATTEMPTS && portTaken(err)) continue;
+        throw err;
+      }
     }
-    return service;
   }
 
   private spawn(name: string, entry: string, extraEnv: Record<string, string> = {}): Proc {
@@ -213,11 +227,18 @@ export class Service {
    * overrides it). Resolves once it logs `until` (by default, that it is ready).
    */
   async startExtraApi(env: Record<string, string> = {}, until: RegExp = /api ready/): Promise<{ proc: Proc; baseUrl: string }> {
-    const port = await freePort();
-    const proc = this.spawn('api-extra', BUNDLES.api, { ...env, PORT: String(port) });
-    this.retired.push(proc);
-    await proc.waitFor(until);
-    return { proc, baseUrl: `http://127.0.0.1:${port}` };
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      const proc = this.spawn('api-extra', BUNDLES.api, { ...env, PORT: String(port) });
+      this.retired.push(proc);
+      try {
+        await proc.waitFor(until);
+        return { proc, baseUrl: `http://127.0.0.1:${port}` };
+      } catch (err) {
+        if (attempt < PORT_ATTEMPTS && portTaken(err)) continue;
+        throw err;
+      }
+    }
   }
 
   /** Every log line written so far by every process. */

@@ -1,5 +1,5 @@
 /**
- * Replays before routing (api/middleware/replay-from-memory.ts): the same bytes as a
+ * Replays before routing (api/handlers/replay-from-memory.ts): the same bytes as a
  * request this process answered get its answer without routing or parsing, with the
  * headers the routes give; anything else goes on to the routes, its body and its
  * rate-limit count handed on. Driven through `createApp(deps)` on a local HTTP

@@ -18,12 +18,12 @@
  */
 import type { Middleware } from 'koa';
 import type { AppDeps, State } from '../context.js';
-import { sendAnswer } from '../handlers/create.js';
 import { memoryKeyOf } from '../idempotency/keyed-request.js';
 import type { ReplayCache } from '../idempotency/replay-cache.js';
-import { keyOf } from './auth.js';
-import { readBodyText } from './body.js';
-import { countRequest } from './rate-limit.js';
+import { keyOf } from '../middleware/auth.js';
+import { readBodyText } from '../middleware/body.js';
+import { countRequest } from '../middleware/rate-limit.js';
+import { sendAnswer } from './create.js';
 
 /** Methods no answer is recorded for. */
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
