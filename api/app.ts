@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { errors } from '../common/errors.js';
 import { matchedRoute, type AppDeps, type State } from './context.js';
 import { createHandler } from './handlers/create.js';
-import { replayFromMemory } from './handlers/replay-from-memory.js';
+import { replayAtTheDoor, type Listener } from './handlers/replay-from-memory.js';
 import { IdempotencyStore } from './idempotency/store.js';
 import { authenticate } from './middleware/auth.js';
 import { parseBody } from './middleware/body.js';
@@ -51,11 +51,17 @@ function unmatched(routers: Array<Router<State>>): Middleware<State> {
   };
 }
 
+export interface Api {
+  koa: Koa<State>;
+  /** What the HTTP server calls: replays from memory at the door, everything else through Koa. */
+  listener: Listener;
+}
+
 /**
  * Builds the api. It never listens: main.ts (or a test) does. `idempotency`: the
  * store, when the caller wants a hand on it (a test); otherwise one is built here.
  */
-export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore } = {}): Koa<State> {
+export function createApi(deps: AppDeps, parts: { idempotency?: IdempotencyStore } = {}): Api {
   const app = new Koa<State>();
   const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseBody() });
   const idempotency = parts.idempotency ?? new IdempotencyStore({ config: deps.config, redis: deps.redis, collections: deps.mongo.collections, now: deps.now });
@@ -83,8 +89,7 @@ export function createApp(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   app.use(securityHeaders());
   app.use(handleErrors(deps));
   app.use(nameRoute());
-  app.use(replayFromMemory(deps, idempotency.replays));
   for (const router of routers) app.use(router.routes());
   app.use(unmatched(routers));
-  return app;
+  return { koa: app, listener: replayAtTheDoor(deps, idempotency.replays, app.callback()) };
 }

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { ParameterizedContext } from 'koa';
 import type Router from '@koa/router';
 import type { Redis } from 'ioredis';
@@ -57,11 +58,33 @@ export interface State {
   bodyEncoding?: BodyEncoding;
   /** The body as read, before parsing. */
   bodyText?: string;
-  /** The request has been counted against its key's rate limit already. */
-  rateCounted?: boolean;
 }
 
 export type Ctx = ParameterizedContext<State>;
+
+/**
+ * What the replay at the door (handlers/replay-from-memory.ts) did with a request it
+ * then handed to Koa, so that the guards neither count it twice against the rate
+ * limit nor read a body already read.
+ */
+export interface HandedOn {
+  /** Counted against its key's rate limit; `over`: past the limit, the guard answers 429. */
+  rate?: 'counted' | 'over';
+  /** The body as read, or the contract's error reading it gave. */
+  body?: { text: string } | { error: unknown };
+}
+
+const handedOn = new WeakMap<IncomingMessage, HandedOn>();
+
+/** Records what was done with `req` before Koa saw it; null, for a caller's `return`. */
+export function handOn(req: IncomingMessage, done: HandedOn): null {
+  handedOn.set(req, done);
+  return null;
+}
+
+export function handedOnOf(req: IncomingMessage): HandedOn | undefined {
+  return handedOn.get(req);
+}
 
 /** The template of the route @koa/router matched (it sets it while routing), if any yet. */
 export function matchedRoute(ctx: Ctx): string | undefined {

@@ -19,7 +19,7 @@ import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } fro
 import { createRegistry, httpMetrics, mongoCommandMetrics, queueDepthMetric } from '../common/metrics.js';
 import { createRedis } from '../common/redis.js';
 import { CreateAdmission } from './admission.js';
-import { createApp } from './app.js';
+import { createApi } from './app.js';
 import type { AppDeps } from './context.js';
 import { dashboardRouter } from './routes/dashboard.js';
 import { metricsRouter } from './routes/metrics.js';
@@ -68,11 +68,11 @@ async function main(): Promise<void> {
     onRequest: (info) => http.observe(info),
     operatorHealth: redisOperatorHealth(redis, config.queuePrefix, now),
   };
-  const app = createApp(deps);
+  const api = createApi(deps);
   // handleErrors renders every error of ours; what arrives here comes from Bull
   // Board's sub-app (its error handler emits on the app). Keep it in the JSON log
   // rather than Koa's default multi-line stderr dump.
-  app.on('error', (err: Error, ctx?: { state?: { requestId?: string } }) => {
+  api.koa.on('error', (err: Error, ctx?: { state?: { requestId?: string } }) => {
     logger.warn({ request_id: ctx?.state?.requestId, err: err.message }, 'dashboard error');
   });
   let shuttingDown = false;
@@ -80,7 +80,6 @@ async function main(): Promise<void> {
   // included) closes its connection, so clients stop reusing connections the api
   // is about to drop and the drain ends with the last in-flight request.
   const answering = new Set<ServerResponse>();
-  const handle = app.callback();
   // Slow clients: the headers within headersTimeout, the whole request within
   // requestTimeout (checked every second), and at most maxConnections at once.
   const serverOptions = {
@@ -92,7 +91,7 @@ async function main(): Promise<void> {
     if (shuttingDown) res.shouldKeepAlive = false;
     answering.add(res);
     res.once('close', () => answering.delete(res));
-    void handle(req, res);
+    api.listener(req, res);
   });
   server.keepAliveTimeout = 65_000;
   server.maxConnections = config.http.maxConnections;

@@ -1,8 +1,9 @@
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { errors } from '../../common/errors.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../common/json-depth.js';
-import type { Ctx, State } from '../context.js';
+import { handedOnOf, type Ctx, type State } from '../context.js';
 import { looksLikeJson, parseFormBody } from '../schemas/form-body.js';
 import type { BodyEncoding } from '../schemas/fields.js';
 
@@ -57,9 +58,9 @@ function parseJson(text: string): Record<string, unknown> {
 }
 
 /** The body as text, at most BODY_LIMIT bytes; the errors are the contract's. */
-export async function readBodyText(ctx: Ctx): Promise<string> {
+export async function readRequestText(req: IncomingMessage): Promise<string> {
   try {
-    return await getRawBody(ctx.req, { limit: BODY_LIMIT, encoding: 'utf8', length: ctx.get('Content-Length') || undefined });
+    return await getRawBody(req, { limit: BODY_LIMIT, encoding: 'utf8', length: req.headers['content-length'] || undefined });
   } catch (err) {
     const type = (err as { type?: string }).type;
     if (type !== undefined && ABORTED.has(type)) throw new ClientAbortedError(type);
@@ -67,6 +68,14 @@ export async function readBodyText(ctx: Ctx): Promise<string> {
     if (type === 'encoding.unsupported' || type === 'request.size.invalid') throw errors.invalidJson('the body could not be read');
     throw err;
   }
+}
+
+/** The request's body as text: as the replay at the door read it (its error too), or read now. */
+async function readBodyText(ctx: Ctx): Promise<string> {
+  const earlier = handedOnOf(ctx.req)?.body;
+  if (earlier === undefined) return readRequestText(ctx.req);
+  if ('error' in earlier) throw earlier.error;
+  return earlier.text;
 }
 
 /**
@@ -85,8 +94,7 @@ export function parseBody(options: { form?: boolean } = {}): Middleware<State> {
     const contentType = ctx.get('Content-Type');
     const declared = contentType === '' ? null : encodingOf(contentType, formAllowed);
     if (contentType !== '' && declared === null) throw errors.contentTypeInvalid(accepted);
-    // Read already when a replay from memory was looked for (../handlers/replay-from-memory.ts).
-    const text = ctx.state.bodyText ?? (await readBodyText(ctx));
+    const text = await readBodyText(ctx);
     ctx.state.bodyText = text;
     ctx.state.bodyEncoding = declared ?? 'json';
     if (text.trim() === '') {

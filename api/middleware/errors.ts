@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { ApiError, errorBody, errors } from '../../common/errors.js';
 import { isInfrastructureError } from '../../common/infra-errors.js';
+import type { ApiKeyDoc } from '../../common/documents.js';
 import type { AppDeps, State } from '../context.js';
 import { baseUrlOf, JSON_TYPE } from '../respond.js';
 import { ClientAbortedError } from './body.js';
@@ -13,7 +14,7 @@ const CLIENT_CLOSED = 499;
  * `idempotency_in_flight` and any 503 (docs/api.md's advice), never another 4xx. A
  * recorded 4xx replayed, or answered straight from a create job, is no exception.
  */
-function shouldRetry(status: number, code: string | undefined): string | null {
+export function shouldRetry(status: number, code: string | undefined): string | null {
   if (status === 503 || (status === 409 && code === 'idempotency_in_flight')) return 'true';
   if (status >= 400 && status < 500) return 'false';
   return null;
@@ -58,22 +59,31 @@ export function handleErrors(deps: AppDeps): Middleware<State> {
     } finally {
       const retry = shouldRetry(ctx.status, code);
       if (retry !== null) ctx.set('Stripe-Should-Retry', retry);
-      const durationMs = performance.now() - started;
       // Never the raw path: it holds ids, and would make one metric series per object.
       const route = ctx.state.route ?? 'unmatched';
-      deps.logger.info(
-        {
-          request_id: requestId,
-          method: ctx.method,
-          route,
-          status: ctx.status,
-          duration_ms: Math.round(durationMs * 10) / 10,
-          project: ctx.state.key?.project,
-          livemode: ctx.state.key?.livemode,
-        },
-        'request',
-      );
-      deps.onRequest?.({ method: ctx.method, route, status: ctx.status, durationMs });
+      recordRequest(deps, { requestId, method: ctx.method, route, status: ctx.status, started, key: ctx.state.key });
     }
   };
+}
+
+/** A request's one log line, and its metrics: `route` is its template; `started`, its `performance.now()`. */
+export function recordRequest(
+  deps: Pick<AppDeps, 'logger' | 'onRequest'>,
+  request: { requestId: string; method: string; route: string; status: number; started: number; key: ApiKeyDoc | undefined },
+): void {
+  const { requestId, method, route, status, key } = request;
+  const durationMs = performance.now() - request.started;
+  deps.logger.info(
+    {
+      request_id: requestId,
+      method,
+      route,
+      status,
+      duration_ms: Math.round(durationMs * 10) / 10,
+      project: key?.project,
+      livemode: key?.livemode,
+    },
+    'request',
+  );
+  deps.onRequest?.({ method, route, status, durationMs });
 }

@@ -1,28 +1,31 @@
 import type { Middleware } from 'koa';
 import { errors } from '../../common/errors.js';
-import type { AppDeps, Ctx, State } from '../context.js';
+import { handedOnOf, type AppDeps, type State } from '../context.js';
 
 /**
- * Counts the request against its key's limit: a fixed one-second window per API key,
- * counted in Redis so that every api process shares it. Throws 429 past the limit.
- * Counted once, whichever step asks first (../handlers/replay-from-memory.ts, or the guard).
+ * Counts a request against its key's limit: a fixed one-second window per API key,
+ * counted in Redis so that every api process shares it. True past the limit.
  */
-export async function countRequest(deps: Pick<AppDeps, 'config' | 'redis' | 'now'>, ctx: Ctx): Promise<void> {
-  const limit = deps.config.rateLimitPerSecond;
-  const key = ctx.state.key;
-  if (limit === 0 || !key || ctx.state.rateCounted) return;
-  ctx.state.rateCounted = true;
+export async function overRateLimit(deps: Pick<AppDeps, 'config' | 'redis' | 'now'>, keyId: string): Promise<boolean> {
   const second = Math.floor(deps.now() / 1000);
-  const redisKey = `${deps.config.queuePrefix}:rl:${key._id}:${second}`;
+  const redisKey = `${deps.config.queuePrefix}:rl:${keyId}:${second}`;
   const replies = await deps.redis.multi().incr(redisKey).pexpire(redisKey, 2000).exec();
-  const count = Number(replies?.[0]?.[1] ?? 0);
-  if (count > limit) throw errors.rateLimit(1);
+  return Number(replies?.[0]?.[1] ?? 0) > deps.config.rateLimitPerSecond;
 }
 
-/** The rate limit guard. `RATE_LIMIT_PER_SECOND=0` turns it off. */
+/**
+ * The rate limit guard: 429 past the key's limit. `RATE_LIMIT_PER_SECOND=0` turns it
+ * off. A request the replay at the door counted already
+ * (../handlers/replay-from-memory.ts) is not counted again: that count decides.
+ */
 export function rateLimit(deps: AppDeps): Middleware<State> {
   return async (ctx, next) => {
-    await countRequest(deps, ctx);
+    const key = ctx.state.key;
+    if (deps.config.rateLimitPerSecond > 0 && key) {
+      const earlier = handedOnOf(ctx.req)?.rate;
+      const over = earlier === undefined ? await overRateLimit(deps, key._id) : earlier === 'over';
+      if (over) throw errors.rateLimit(1);
+    }
     await next();
   };
 }

@@ -19,23 +19,33 @@ import type { State } from '../context.js';
 
 const NO_STORE_PREFIXES = ['/v1/', '/admin/v1/'];
 
+/**
+ * The headers for an answer to `path` of type `contentType`, in the order they are
+ * set; `replace`: over a header of the route's own with the name, else only where the
+ * route set none.
+ */
+export function securityHeadersFor(path: string, contentType: string): Array<{ name: string; value: string; replace: boolean }> {
+  const headers = [
+    { name: 'X-Content-Type-Options', value: 'nosniff', replace: false },
+    { name: 'Referrer-Policy', value: 'no-referrer', replace: false },
+  ];
+  if (/^text\/html\b/i.test(contentType)) {
+    headers.push({ name: 'X-Frame-Options', value: 'DENY', replace: false });
+    headers.push({ name: 'Content-Security-Policy', value: "frame-ancestors 'none'", replace: false });
+  }
+  if (path === '/v1' || path === '/admin/v1' || NO_STORE_PREFIXES.some((prefix) => path.startsWith(prefix))) {
+    headers.push({ name: 'Cache-Control', value: 'no-store', replace: true });
+  }
+  return headers;
+}
+
 export function securityHeaders(): Middleware<State> {
   return async (ctx, next) => {
     try {
       await next();
     } finally {
-      const setDefault = (name: string, value: string) => {
-        if (!ctx.response.get(name)) ctx.set(name, value);
-      };
-      setDefault('X-Content-Type-Options', 'nosniff');
-      setDefault('Referrer-Policy', 'no-referrer');
-      if (/^text\/html\b/i.test(ctx.response.get('Content-Type'))) {
-        setDefault('X-Frame-Options', 'DENY');
-        setDefault('Content-Security-Policy', "frame-ancestors 'none'");
-      }
-      const path = ctx.path;
-      if (path === '/v1' || path === '/admin/v1' || NO_STORE_PREFIXES.some((prefix) => path.startsWith(prefix))) {
-        ctx.set('Cache-Control', 'no-store');
+      for (const { name, value, replace } of securityHeadersFor(ctx.path, ctx.response.get('Content-Type'))) {
+        if (replace || !ctx.response.get(name)) ctx.set(name, value);
       }
     }
   };

@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
-import { createApp } from '../../api/app.js';
+import { createApi } from '../../api/app.js';
 import { ResultWaiter } from '../../api/result-waiter.js';
 import { IdempotencyStore } from '../../api/idempotency/store.js';
 import { ApiKeyCache, issueKey } from '../../common/api-keys.js';
@@ -103,8 +103,10 @@ export interface InProcessService {
   issueKey(project: string, livemode?: boolean): Promise<string>;
   /** Forgets the api's replays in memory: the next request with a key asks Redis (and MongoDB). */
   forgetReplays(): void;
-  /** How many requests the api answered before routing, from a request kept as it was read (api/handlers/replay-from-memory.ts). */
+  /** How many requests the api answered at the door, from a request kept as it was read (api/handlers/replay-from-memory.ts). */
   answeredAsSent(): number;
+  /** Every request the api recorded (its log line's and metrics' fields), oldest first. */
+  recorded(): Array<{ method: string; route: string; status: number }>;
   /** The api's result waiter: `recheckAll` is what it runs when its subscription is back after Redis went away. */
   results: ResultWaiter;
   stop(): Promise<void>;
@@ -121,7 +123,8 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
   const results = new ResultWaiter(subscriber, config.queuePrefix);
   await results.start();
   const idempotency = new IdempotencyStore({ config, redis: stack.redis, collections: mongo.collections, now: clock.now });
-  const app = createApp({
+  const recorded: Array<{ method: string; route: string; status: number }> = [];
+  const api = createApi({
     config,
     redis: stack.redis,
     queues,
@@ -131,8 +134,9 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
     logger,
     ids,
     now: clock.now,
+    onRequest: ({ method, route, status }) => recorded.push({ method, route, status }),
   }, { idempotency });
-  const server = createServer(app.callback());
+  const server = createServer(api.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -148,6 +152,7 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
     baseUrl,
     forgetReplays: () => idempotency.replays.clear(),
     answeredAsSent: () => idempotency.replays.answeredAsSent,
+    recorded: () => [...recorded],
     results,
     async request(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };

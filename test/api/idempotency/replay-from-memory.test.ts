@@ -1,8 +1,8 @@
 /**
- * Replays before routing (api/handlers/replay-from-memory.ts): the same bytes as a
- * request this process answered get its answer without routing or parsing, with the
- * headers the routes give; anything else goes on to the routes, its body and its
- * rate-limit count handed on. Driven through `createApp(deps)` on a local HTTP
+ * Replays at the door (api/handlers/replay-from-memory.ts): the same bytes as a
+ * request this process answered get its answer before Koa, with the headers, log
+ * line and metrics the routes give; anything else goes on to the routes, its body
+ * (or the error reading it) and its rate-limit count handed on. Driven through `createApi(deps)` on a local HTTP
  * server, with a worker in the same process; Redis and FerretDB are real.
  */
 import test from 'ava';
@@ -35,13 +35,24 @@ test.after.always(async () => {
   }
 });
 
-/** Sends `text` as it is. */
-async function post(o: Opened, idempotencyKey: string, text: string, contentType = 'application/json') {
+/** Sends `text` as it is; `chunked`: in chunks of 16 KiB, without a Content-Length. */
+async function post(o: Opened, idempotencyKey: string, text: string, contentType = 'application/json', chunked = false) {
+  const chunks = chunked ? Array.from({ length: Math.ceil(text.length / 16384) }, (_, i) => text.slice(i * 16384, (i + 1) * 16384)) : [];
+  const body = chunked
+    ? new ReadableStream({
+        pull(controller) {
+          const next = chunks.shift();
+          if (next === undefined) controller.close();
+          else controller.enqueue(new TextEncoder().encode(next));
+        },
+      })
+    : text;
   const res = await fetch(o.service.baseUrl + PI, {
     method: 'POST',
     headers: { Authorization: `Bearer ${o.key}`, 'Content-Type': contentType, 'Idempotency-Key': idempotencyKey },
-    body: text,
-  });
+    body,
+    ...(chunked ? { duplex: 'half' } : {}),
+  } as RequestInit);
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
@@ -54,7 +65,7 @@ function stableHeaders(headers: Headers): Record<string, string> {
   return out;
 }
 
-test.serial('the same bytes again are answered before routing, with the status, body and headers the routes give', async (t) => {
+test.serial('the same bytes again are answered at the door, with the status, body, headers, log line and metrics the routes give', async (t) => {
   const o = await open();
   const body = '{"amount": 4100, "metadata": {"order": "a-1"}}';
   const first = await post(o, 'as-sent', body);
@@ -75,6 +86,28 @@ test.serial('the same bytes again are answered before routing, with the status, 
   t.deepEqual(stableHeaders(early.headers), stableHeaders(throughRoutes.headers));
   t.regex(early.headers.get('request-id') ?? '', /^req_/);
   t.not(early.headers.get('request-id'), throughRoutes.headers.get('request-id'));
+  const recorded = o.service.recorded();
+  t.is(recorded.length, 3, 'every request has its log line and metrics');
+  t.deepEqual(recorded[2], { method: 'POST', route: '/v1/payment_intents', status: 200 }, 'under the route template');
+  t.deepEqual(recorded[2], recorded[1]);
+});
+
+test.serial('a body the door could not read is refused by the routes as they refuse it, read once', async (t) => {
+  const o = await open();
+  const body = '{"amount":4400}';
+  t.is((await post(o, 'too-large', body)).status, 200);
+  await post(o, 'too-large', body);
+  t.is(o.service.answeredAsSent(), 1, 'the key and its bytes are kept');
+
+  // Chunked: the door reads up to the limit before the error, so the routes must not read again.
+  const large = JSON.stringify({ amount: 4400, metadata: { note: 'x'.repeat(70 * 1024) } });
+  const atTheDoor = await post(o, 'too-large', large, 'application/json', true);
+  const elsewhere = await post(o, 'too-large-elsewhere', large, 'application/json', true);
+  t.is(atTheDoor.status, 413, atTheDoor.text);
+  t.is(JSON.parse(atTheDoor.text).error.code, 'body_too_large');
+  t.deepEqual(JSON.parse(atTheDoor.text).error.message, JSON.parse(elsewhere.text).error.message);
+  t.deepEqual(stableHeaders(atTheDoor.headers), stableHeaders(elsewhere.headers));
+  t.is(o.service.answeredAsSent(), 1);
 });
 
 test.serial('other bytes go through the routes: the same value is a replay, another is idempotency_key_reused', async (t) => {

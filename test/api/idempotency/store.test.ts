@@ -1,7 +1,7 @@
 /**
  * The idempotency store's promises that hang on time and on what Redis still holds:
  * the epoch, the expiry of a key, and the bounded memory of replays. Driven through
- * `createApp(deps)` on a local HTTP server, with a worker in the same process and an
+ * `createApi(deps)` on a local HTTP server, with a worker in the same process and an
  * injected clock; Redis and FerretDB are real. The tests share the clock and the
  * epoch key, so they run one at a time.
  */
