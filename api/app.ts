@@ -51,17 +51,13 @@ function unmatched(routers: Array<Router<State>>): Middleware<State> {
   };
 }
 
-export interface Api {
-  koa: Koa<State>;
-  /** What the HTTP server calls: replays from memory at the door, everything else through Koa. */
-  listener: Listener;
-}
-
 /**
- * Builds the api. It never listens: main.ts (or a test) does. `idempotency`: the
- * store, when the caller wants a hand on it (a test); otherwise one is built here.
+ * Builds the api: the listener an HTTP server calls, which answers replays from
+ * memory at the door and hands everything else to Koa. It never listens: main.ts (or
+ * a test) does. `idempotency`: the store, when the caller wants a hand on it (a
+ * test); otherwise one is built here.
  */
-export function createApi(deps: AppDeps, parts: { idempotency?: IdempotencyStore } = {}): Api {
+export function createApi(deps: AppDeps, parts: { idempotency?: IdempotencyStore } = {}): Listener {
   const app = new Koa<State>();
   const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseBody() });
   const idempotency = parts.idempotency ?? new IdempotencyStore({ config: deps.config, redis: deps.redis, collections: deps.mongo.collections, now: deps.now });
@@ -91,5 +87,12 @@ export function createApi(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   app.use(nameRoute());
   for (const router of routers) app.use(router.routes());
   app.use(unmatched(routers));
-  return { koa: app, listener: replayAtTheDoor(deps, idempotency.replays, app.callback()) };
+  // handleErrors renders every error of ours; what Koa emits comes from Bull Board's
+  // sub-app (its error handler emits on the app). Kept in the JSON log: the listener
+  // must be on before `callback()`, which otherwise adds Koa's default, a multi-line
+  // stderr dump.
+  app.on('error', (err: Error, ctx?: { state?: { requestId?: string } }) => {
+    deps.logger.warn({ request_id: ctx?.state?.requestId, err: err.message }, 'dashboard error');
+  });
+  return replayAtTheDoor(deps, idempotency.replays, app.callback());
 }

@@ -68,13 +68,7 @@ async function main(): Promise<void> {
     onRequest: (info) => http.observe(info),
     operatorHealth: redisOperatorHealth(redis, config.queuePrefix, now),
   };
-  const api = createApi(deps);
-  // handleErrors renders every error of ours; what arrives here comes from Bull
-  // Board's sub-app (its error handler emits on the app). Keep it in the JSON log
-  // rather than Koa's default multi-line stderr dump.
-  api.koa.on('error', (err: Error, ctx?: { state?: { requestId?: string } }) => {
-    logger.warn({ request_id: ctx?.state?.requestId, err: err.message }, 'dashboard error');
-  });
+  const listener = createApi(deps);
   let shuttingDown = false;
   // Answers still being written. From SIGTERM on, every answer (those in flight
   // included) closes its connection, so clients stop reusing connections the api
@@ -91,7 +85,7 @@ async function main(): Promise<void> {
     if (shuttingDown) res.shouldKeepAlive = false;
     answering.add(res);
     res.once('close', () => answering.delete(res));
-    api.listener(req, res);
+    listener(req, res);
   });
   server.keepAliveTimeout = 65_000;
   server.maxConnections = config.http.maxConnections;

@@ -124,7 +124,7 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
   await results.start();
   const idempotency = new IdempotencyStore({ config, redis: stack.redis, collections: mongo.collections, now: clock.now });
   const recorded: Array<{ method: string; route: string; status: number }> = [];
-  const api = createApi({
+  const listener = createApi({
     config,
     redis: stack.redis,
     queues,
@@ -136,7 +136,7 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
     now: clock.now,
     onRequest: ({ method, route, status }) => recorded.push({ method, route, status }),
   }, { idempotency });
-  const server = createServer(api.listener);
+  const server = createServer(listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
