@@ -20,6 +20,8 @@ export interface Config {
   workerWritesInFlight: number | null;
   /** How many of those may be transition updates; null: the store profile's default. */
   workerTransitionWritesInFlight: number | null;
+  /** The most transition updates one command carries (worker/fenced-updates.ts); null: the store profile's default. */
+  workerTransitionBatchMax: number | null;
   /** Jobs of the intents queue (payments' operator steps, expiries, refund steps) a worker runs at once; null: the store profile's default. */
   workerIntentsConcurrency: number | null;
   /** Admin API and dashboard token; when unset both answer 404. */
@@ -238,6 +240,7 @@ const schema = Joi.object({
   STORE_PROFILE: Joi.string().valid(...STORE_PROFILE_NAMES).empty(''),
   WORKER_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(1000).empty(''),
   WORKER_TRANSITION_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(1000).empty(''),
+  WORKER_TRANSITION_BATCH_MAX: Joi.number().integer().min(1).max(1000).empty(''),
   WORKER_INTENTS_CONCURRENCY: Joi.number().integer().min(1).max(1000).empty(''),
   ADMIN_TOKEN: Joi.string().min(16).empty(''),
   WORKER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(64),
@@ -360,6 +363,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     storeProfile: value.STORE_PROFILE ?? null,
     workerWritesInFlight: value.WORKER_WRITES_IN_FLIGHT ?? null,
     workerTransitionWritesInFlight: value.WORKER_TRANSITION_WRITES_IN_FLIGHT ?? null,
+    workerTransitionBatchMax: value.WORKER_TRANSITION_BATCH_MAX ?? null,
     workerIntentsConcurrency: value.WORKER_INTENTS_CONCURRENCY ?? null,
     adminToken: value.ADMIN_TOKEN ?? null,
     workerConcurrency: value.WORKER_CONCURRENCY,

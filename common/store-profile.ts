@@ -24,6 +24,16 @@ export interface StoreProfile {
   writesInFlight: number;
   /** Default of `WORKER_TRANSITION_WRITES_IN_FLIGHT`: how many of those may be transition updates. */
   transitionWritesInFlight: number;
+  /** Default of `WORKER_TRANSITION_BATCH_MAX`: the most transition updates one command carries (worker/fenced-updates.ts). */
+  transitionBatchMax: number;
+  /**
+   * The longest the store may spend on one update of a command before it starts the
+   * next, waiting for its lock included: on the local stack's store SQLite's busy
+   * timeout, which the stack sets to 1 s (scripts/lib/servers.mjs). A grouped update
+   * renews its lock for this much per update ahead of it (worker/fenced-updates.ts).
+   * 0 on MongoDB, where the conditional update decides races by itself.
+   */
+  updateStatementBoundMs: number;
   /**
    * Default of `WORKER_INTENTS_CONCURRENCY`: the intents queue's jobs a worker takes
    * at once. Each transition holds its intent's lock while it waits for a transition
@@ -34,9 +44,9 @@ export interface StoreProfile {
 }
 
 export const STORE_PROFILES: Readonly<Record<StoreProfileName, StoreProfile>> = {
-  mongodb: { name: 'mongodb', atomicConditionalUpdates: true, writesInFlight: 32, transitionWritesInFlight: 16, intentsConcurrency: 64 },
+  mongodb: { name: 'mongodb', atomicConditionalUpdates: true, writesInFlight: 32, transitionWritesInFlight: 16, transitionBatchMax: 64, updateStatementBoundMs: 0, intentsConcurrency: 64 },
   // One writer (SQLite): more writes in flight only queue inside the database.
-  ferretdb: { name: 'ferretdb', atomicConditionalUpdates: false, writesInFlight: 2, transitionWritesInFlight: 1, intentsConcurrency: 4 },
+  ferretdb: { name: 'ferretdb', atomicConditionalUpdates: false, writesInFlight: 2, transitionWritesInFlight: 1, transitionBatchMax: 16, updateStatementBoundMs: 1000, intentsConcurrency: 16 },
 };
 
 /** The profile of the server behind `db`: one `buildInfo`, whose `ferretdbVersion` names the local stack's server. */

@@ -12,6 +12,7 @@ import { logQueueErrors, type Logger } from '../common/logger.js';
 import type { Mongo } from '../common/mongo.js';
 import type { StoreProfile } from '../common/store-profile.js';
 import { InsertBatcher } from './group-commit.js';
+import { FencedUpdates } from './fenced-updates.js';
 import { KEPT_DOCS, KeptIntentDocs } from './lifecycle/kept-docs.js';
 import { through, WriteGate } from './lifecycle/write-gate.js';
 import { dispatchEvent } from './processors/dispatch-event.js';
@@ -86,6 +87,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   // One gate for the process's batched inserts and transition updates (write-gate.ts).
   const writesInFlight = config.workerWritesInFlight ?? storeProfile.writesInFlight;
   const transitionWritesInFlight = Math.min(writesInFlight, config.workerTransitionWritesInFlight ?? storeProfile.transitionWritesInFlight);
+  const transitionBatchMax = config.workerTransitionBatchMax ?? storeProfile.transitionBatchMax;
   const intentsConcurrency = config.workerIntentsConcurrency ?? storeProfile.intentsConcurrency;
   const writes = new WriteGate(writesInFlight);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
@@ -130,7 +132,12 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     publicBaseUrl: config.publicBaseUrl,
     inputSeal: new InputSeal(collections.serviceKeys),
     // Transition updates hold at most their share of the slots: the inserts keep the rest.
-    writes: through(new WriteGate(transitionWritesInFlight), writes),
+    // Those that meet there go as one command (fenced-updates.ts).
+    updates: new FencedUpdates({
+      maxDocs: transitionBatchMax,
+      gate: through(new WriteGate(transitionWritesInFlight), writes),
+      statementBoundMs: storeProfile.updateStatementBoundMs,
+    }),
     atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,
     kept,
     logger,
@@ -158,6 +165,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     writesQueue,
     writesInFlight,
     transitionWritesInFlight,
+    transitionBatchMax,
     intentsConcurrency,
     createDeps,
     pending,

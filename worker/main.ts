@@ -122,7 +122,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   };
 }
 
-function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, { writesInFlight, transitionWritesInFlight, intentsConcurrency }: Pick<JobDeps, 'writesInFlight' | 'transitionWritesInFlight' | 'intentsConcurrency'>): void {
+function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, { writesInFlight, transitionWritesInFlight, transitionBatchMax, intentsConcurrency }: Pick<JobDeps, 'writesInFlight' | 'transitionWritesInFlight' | 'transitionBatchMax' | 'intentsConcurrency'>): void {
   logger.info(
     {
       concurrency: config.workerConcurrency,
@@ -131,6 +131,7 @@ function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, 
       store_profile: storeProfile.name,
       writes_in_flight: writesInFlight,
       transition_writes_in_flight: transitionWritesInFlight,
+      transition_batch_max: transitionBatchMax,
       intents_concurrency: intentsConcurrency,
     },
     'worker started',

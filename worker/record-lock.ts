@@ -62,13 +62,19 @@ export const RECORD_LOCK: RecordLockOptions = { ttlMs: 10_000, waitMs: 30_000 };
 export const INTENT_LOCK: RecordLockOptions = { ttlMs: 3_000, waitMs: 30_000 };
 
 const ACQUIRE_AND_GET = `if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, redis.call('get', KEYS[2])} else return {0} end`;
-const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
+// Renewals only ever extend: a fence that renewed for longer than the lock's ttl (a
+// grouped update, ./fenced-updates.ts) is not cut short by the heartbeat after it.
+const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then
+  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then redis.call('pexpire', KEYS[1], ARGV[2]) end
+  return 1
+else return 0 end`;
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 // The same, with a key set in the same round trip: by the renewal only while the lock
 // is this holder's (nothing is sent otherwise), by the release whoever holds it.
 const RENEW_AND_SET = `if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('set', KEYS[2], ARGV[3], 'PX', ARGV[4])
-  return redis.call('pexpire', KEYS[1], ARGV[2])
+  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then redis.call('pexpire', KEYS[1], ARGV[2]) end
+  return 1
 else return 0 end`;
 const RELEASE_AND_SET = `redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
@@ -184,11 +190,16 @@ export class RecordLock {
     }
   }
 
-  /** Extends the lock for another `ttlMs`; false when it is no longer this holder's. */
-  async renew(also?: AlsoSet): Promise<boolean> {
+  /**
+   * Makes the lock live at least another `ttlMs` (and `extraMs` more: a write that
+   * may take that much longer to land, ./fenced-updates.ts); never shortens it.
+   * False when it is no longer this holder's.
+   */
+  async renew(also?: AlsoSet, extraMs = 0): Promise<boolean> {
+    const forMs = String(this.options.ttlMs + extraMs);
     const renewed = also
-      ? await this.redis.eval(RENEW_AND_SET, 2, this.key, also.key, this.token, String(this.options.ttlMs), also.value, String(also.px))
-      : await this.redis.eval(RENEW, 1, this.key, this.token, String(this.options.ttlMs));
+      ? await this.redis.eval(RENEW_AND_SET, 2, this.key, also.key, this.token, forMs, also.value, String(also.px))
+      : await this.redis.eval(RENEW, 1, this.key, this.token, forMs);
     return renewed === 1;
   }
 

@@ -44,7 +44,7 @@ import type { Decision } from './decide.js';
 import { freezeCreateAnswer } from '../processors/mutation.js';
 import { scheduleFollowUps } from './follow-ups.js';
 import { INTENT_LOCK, RecordLock, intentLockKey } from '../record-lock.js';
-import type { Gate } from './write-gate.js';
+import type { FencedUpdates } from '../fenced-updates.js';
 import { retryInfrastructure } from '../../common/retry.js';
 import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
 import type { KeptIntentDocs } from './kept-docs.js';
@@ -61,8 +61,8 @@ export interface TransitionDeps {
   ids: IdGenerator;
   /** Epoch ms. */
   now: () => number;
-  /** Every transition's update passes through it (write-gate.ts). */
-  writes: Gate;
+  /** Every transition's update passes through it, grouped with others at the write gate (../fenced-updates.ts). */
+  updates: FencedUpdates;
   /**
    * The store's capability (common/store-profile.ts). When true, the update's filter
    * names the intent's status, attempt and `rev` as they were read, and a transition
@@ -205,23 +205,26 @@ async function decideAndApply(
     // A locked database is contention: waited out here, not a failed job. The wait for
     // the gate may outlive the lock: each try is fenced (../record-lock.ts), never sent
     // under another's lock. Kept copies of the intent (api/kept-intents.ts) are
-    // dropped before each try, by the fence's own round trip.
+    // dropped before each try, by the fence's own round trip. Updates of other
+    // intents that wait at the gate meanwhile go in the same command (../fenced-updates.ts).
     const changedMs = deps.now();
-    const updated = await deps.writes.run(() =>
-      retryInfrastructure(
-        () =>
-          lock.fenced(
-            () => c.updateOne(where, { $set: { ...decision.set, ...failures, rev: rev + 1, history, changed_ms: changedMs } }),
-            intentTokenReplacement(deps.prefix, doc._id),
-          ),
-        UPDATE_RETRY,
-      ),
+    const sent = await retryInfrastructure(
+      () =>
+        deps.updates.update({
+          collection: c,
+          filter: where,
+          update: { $set: { ...decision.set, ...failures, rev: rev + 1, history, changed_ms: changedMs } },
+          fence: (extraMs) => lock.renew(intentTokenReplacement(deps.prefix, doc._id), extraMs),
+        }),
+      UPDATE_RETRY,
     );
-    if (updated === null) {
+    if (sent === 'lost') {
       await lock.acquire();
       continue; // the lock was lost meanwhile: read and decide again under the new one
     }
-    if (updated.matchedCount === 0) continue; // another mutation got there first: decide again
+    // Another mutation got there first, or the batch could not say: read and decide
+    // again (a change of this mutation's is then found in the history).
+    if (sent === 'unknown') continue;
     // As stored: the intent as it was read, with the update's fields.
     Object.assign(after, failures, { history, changed_ms: changedMs });
     return { kind: 'applied', record, doc: after };

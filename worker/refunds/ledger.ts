@@ -44,7 +44,7 @@ const MAX_RACES = 8;
 /** The intent as a transition reads it, history included: what the ledger leaves is kept for the next change (decision 0020). */
 const READ = { projection: { created_event: 0 } } as const;
 
-export type LedgerDeps = Pick<TransitionDeps, 'collections' | 'redis' | 'prefix' | 'writes' | 'atomicConditionalUpdates' | 'ids' | 'now' | 'kept'>;
+export type LedgerDeps = Pick<TransitionDeps, 'collections' | 'redis' | 'prefix' | 'updates' | 'atomicConditionalUpdates' | 'ids' | 'now' | 'kept'>;
 
 type Plan<T> = { write: false; value: T } | { write: true; set: Partial<PaymentIntentDoc>; value: (after: PaymentIntentDoc) => T };
 
@@ -73,17 +73,23 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
       const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
       // Kept copies of the intent (api/kept-intents.ts) are dropped before the update
       // (by the fence's round trip) and after it (by the release's).
-      const updated = await deps.writes.run(() =>
-        retryInfrastructure(
-          () => lock.fenced(() => c.updateOne(where, { $set: { ...planned.set, rev: rev + 1 } }), intentTokenReplacement(deps.prefix, target)),
-          UPDATE_RETRY,
-        ),
+      const sent = await retryInfrastructure(
+        () =>
+          deps.updates.update({
+            collection: c,
+            filter: where,
+            update: { $set: { ...planned.set, rev: rev + 1 } },
+            fence: (extraMs) => lock.renew(intentTokenReplacement(deps.prefix, target), extraMs),
+          }),
+        UPDATE_RETRY,
       );
-      if (updated === null) {
+      if (sent === 'lost') {
         await lock.acquire();
         continue;
       }
-      if (updated.matchedCount === 0) continue;
+      // Lost a race, or grouped with others and not told which matched: plan again
+      // (a change of this plan's is then found done).
+      if (sent === 'unknown') continue;
       stored = { ...doc, ...planned.set, rev: rev + 1 };
       return planned.value(stored);
     }

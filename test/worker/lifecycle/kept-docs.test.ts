@@ -15,6 +15,8 @@ import { KeptIntentDocs } from '../../../worker/lifecycle/kept-docs.js';
 import { transition, type Mutation, type TransitionDeps } from '../../../worker/lifecycle/transition.js';
 import type { Gate } from '../../../worker/lifecycle/write-gate.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
+import { FencedUpdates } from '../../../worker/fenced-updates.js';
+import { STORE_PROFILES } from '../../../common/store-profile.js';
 import { openStack, type Stack } from '../../helpers/in-process.js';
 import { uniqueName } from '../../helpers/service.js';
 
@@ -87,7 +89,7 @@ async function world(atomicConditionalUpdates: boolean) {
   };
   const base = {
     collections: stack.mongo.collections, inserts: new InsertBatcher({ maxDocs: 16, waitMs: 2 }), redis: stack.redis, prefix: stack.config.queuePrefix,
-    eventsQueue, intentsQueue, ids, now: Date.now, writes, atomicConditionalUpdates,
+    eventsQueue, intentsQueue, ids, now: Date.now, updates: new FencedUpdates({ maxDocs: 16, gate: writes, statementBoundMs: STORE_PROFILES.ferretdb.updateStatementBoundMs }), atomicConditionalUpdates,
   };
   const kept = new KeptIntentDocs({ max: 100, maxAgeMs: 30_000, now: Date.now });
   const keeper: TransitionDeps = { ...base, kept };

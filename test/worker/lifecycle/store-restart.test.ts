@@ -13,6 +13,8 @@ import { decideCancel } from '../../../worker/lifecycle/decide.js';
 import { transition, type Mutation, type TransitionDeps } from '../../../worker/lifecycle/transition.js';
 import type { Gate } from '../../../worker/lifecycle/write-gate.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
+import { FencedUpdates } from '../../../worker/fenced-updates.js';
+import { STORE_PROFILES } from '../../../common/store-profile.js';
 import { startFerretDBServer, type FerretDBServer } from '../../helpers/ferretdb-server.js';
 import { openStack, type Stack } from '../../helpers/in-process.js';
 import { sleep, uniqueName } from '../../helpers/service.js';
@@ -76,7 +78,7 @@ async function cancelDuringCrash(crashAfterMs: number) {
     intentsQueue,
     ids,
     now: Date.now,
-    writes,
+    updates: new FencedUpdates({ maxDocs: 16, gate: writes, statementBoundMs: STORE_PROFILES.ferretdb.updateStatementBoundMs }),
     atomicConditionalUpdates: false,
   };
   const mutation: Mutation = { ...scope, target: id, id: `req_${id}`, requestId: `req_${id}`, baseUrl: 'http://api.test' };

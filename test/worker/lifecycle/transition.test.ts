@@ -14,6 +14,8 @@ import { decideCancel, type Decision } from '../../../worker/lifecycle/decide.js
 import { transition, type Mutation, type TransitionDeps } from '../../../worker/lifecycle/transition.js';
 import type { Gate } from '../../../worker/lifecycle/write-gate.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
+import { FencedUpdates } from '../../../worker/fenced-updates.js';
+import { STORE_PROFILES } from '../../../common/store-profile.js';
 import { FakeClock, openStack, type Stack } from '../../helpers/in-process.js';
 import { uniqueName } from '../../helpers/service.js';
 
@@ -79,7 +81,7 @@ async function world(atomicConditionalUpdates: boolean, meanwhile: (intents: Sta
     intentsQueue,
     ids,
     now: clock.now,
-    writes,
+    updates: new FencedUpdates({ maxDocs: 16, gate: writes, statementBoundMs: STORE_PROFILES.ferretdb.updateStatementBoundMs }),
     atomicConditionalUpdates,
   };
   const mutation: Mutation = { ...scope, target: id, id: `req_${id}`, requestId: `req_${id}`, baseUrl: 'http://api.test' };

@@ -13,6 +13,8 @@ import { openQueue, QUEUES, type TypedQueue } from '../../../common/jobs.js';
 import { createLogger } from '../../../common/logger.js';
 import { resolveStoreProfile } from '../../../common/store-profile.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
+import { FencedUpdates } from '../../../worker/fenced-updates.js';
+import { STORE_PROFILES } from '../../../common/store-profile.js';
 import { WriteGate } from '../../../worker/lifecycle/write-gate.js';
 import type { OperatorConnector, RefundRequest, RefundResult } from '../../../worker/operators/connector.js';
 import { holdRefund, settleRefund } from '../../../worker/refunds/ledger.js';
@@ -62,7 +64,7 @@ async function world(impl: OperatorConnector) {
     collections: stack.mongo.collections,
     redis: stack.redis,
     prefix: stack.config.queuePrefix,
-    writes: new WriteGate(1),
+    updates: new FencedUpdates({ maxDocs: 16, gate: new WriteGate(1), statementBoundMs: STORE_PROFILES.ferretdb.updateStatementBoundMs }),
     atomicConditionalUpdates: (await resolveStoreProfile(stack.config.storeProfile, stack.mongo.db)).atomicConditionalUpdates,
     ids,
     now: Date.now,
