@@ -21,7 +21,7 @@ import { operatorCallbackUrl, type OperatorConnector, type OperatorConnectors, t
 import { refundSimulator } from '../operators/simulator.js';
 import { withRecordLock } from '../record-lock.js';
 import { settleRefund, type LedgerDeps } from './ledger.js';
-import { finishSettled, refundLockKey, type RecordDeps } from './record.js';
+import { finishSettled, refundLockKey, setRefundFields, type RecordDeps } from './record.js';
 
 const OPTIONS: JobsOptions = {
   attempts: 1000,
@@ -105,10 +105,7 @@ export async function processRefund(deps: ProcessDeps, data: ProcessRefundData):
   if (result.kind === 'pending') {
     const next = Math.max(data.poll, refund.polls) + 1;
     await withRecordLock(deps.redis, refundLockKey(deps.prefix, refund._id), () =>
-      deps.collections.refunds.updateOne(
-        { _id: refund._id },
-        { $set: { requested: true, polls: next, ...(result.operatorReference !== undefined ? { operator_reference: result.operatorReference } : {}) } },
-      ),
+      setRefundFields(deps, refund._id, { requested: true, polls: next, ...(result.operatorReference !== undefined ? { operator_reference: result.operatorReference } : {}) }),
     );
     await scheduleRefundStep(deps.intentsQueue, refund, next, pollDelayMs(refund.livemode, next, deps.simulator));
     return { status: 'pending' };

@@ -22,7 +22,18 @@ import { recordOutgoing, recordOutgoingFirst } from '../webhooks/outbox.js';
 import { scopeMayWant } from '../webhooks/subscriptions.js';
 import type { TransitionDeps } from '../lifecycle/transition.js';
 
-export type RecordDeps = Pick<TransitionDeps, 'collections' | 'inserts' | 'redis' | 'prefix' | 'eventsQueue' | 'fanOut'>;
+export type RecordDeps = Pick<TransitionDeps, 'collections' | 'inserts' | 'updates' | 'redis' | 'prefix' | 'eventsQueue' | 'fanOut'>;
+
+/**
+ * A refund's writes are not fenced (../record-lock.ts): its lock makes them take
+ * turns, and each writes fields that a retry writes again.
+ */
+const UNFENCED = () => Promise.resolve(true);
+
+/** Sets fields of a refund by `_id`, grouped with the refund updates that meet at the write gate (../fenced-updates.ts). */
+export async function setRefundFields(deps: Pick<RecordDeps, 'collections' | 'updates'>, id: string, set: Partial<RefundDoc>): Promise<void> {
+  await deps.updates.update({ collection: deps.collections.refunds, filter: { _id: id }, update: { $set: set }, fence: UNFENCED });
+}
 
 export function refundLockKey(prefix: string, refundId: string): string {
   return objectLockKey(prefix, 'refunds', refundId);
@@ -120,5 +131,5 @@ export async function finishSettled(deps: RecordDeps, intent: PaymentIntentDoc, 
       object: () => presentPaymentIntent({ ...intent, amount_refunded: entry.ar ?? intent.amount_refunded ?? 0 }),
     });
   }
-  await withRecordLock(deps.redis, refundLockKey(deps.prefix, entry.id), () => deps.collections.refunds.updateOne({ _id: entry.id }, { $set: set }));
+  await withRecordLock(deps.redis, refundLockKey(deps.prefix, entry.id), () => setRefundFields(deps, entry.id, set));
 }
