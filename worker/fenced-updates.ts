@@ -1,6 +1,7 @@
 /**
  * Group commit for fenced updates: the transitions of payment intents
- * (lifecycle/transition.ts) and their refunds' ledger (refunds/ledger.ts). What it
+ * (lifecycle/transition.ts) and their refunds' ledger (refunds/ledger.ts), and the
+ * refunds' own status writes, which are not fenced (refunds/record.ts). What it
  * promises:
  *
  * - Each caller gets its own update's outcome. Updates that meet at the write gate
