@@ -339,6 +339,17 @@ function decideOtp(doc: PaymentIntentDoc, input: ConfirmInput, ctx: DecideContex
   if (input.otp === null || doc.payment === null || doc.payment === undefined || flowOf(doc.payment.operator) !== 'otp') {
     return unexpected(doc, 'confirm');
   }
+  // An operator named with the code is checked as on the first confirm: it is the attempt's.
+  if (input.operator !== null && input.operator !== doc.payment.operator) {
+    const allowed = doc.allowed_operators.includes(input.operator);
+    return refuse({
+      code: 'operator_invalid',
+      message: allowed
+        ? `Invalid operator: the attempt in progress is with ${doc.payment.operator}; confirm with its one-time code, or cancel the PaymentIntent first.`
+        : `Invalid operator: "${input.operator}" is not one of this PaymentIntent's allowed_operators (${doc.allowed_operators.join(', ')}).`,
+      param: 'operator',
+    });
+  }
   if (!doc.livemode && simulatedOutcome(doc.payment.phone_number ?? '').kind === 'silent') {
     // The operator never answers: the intent waits for its expiry.
     return { kind: 'apply', set: {}, event: null, answer: 'object', followUps: [] };
@@ -366,8 +377,20 @@ function checkOtp(doc: PaymentIntentDoc, otp: string, base: Partial<PaymentInten
     set: { ...base, status: 'processing', next_action: null },
     event: 'payment_intent.processing',
     answer: 'object',
-    followUps: [{ kind: 'outcome', step: 'settle', delayMs: ctx.simulator.processingDelayMs }],
+    // The code is the payer's step: a slow number (`011`) takes its time after it.
+    followUps: [{ kind: 'outcome', step: 'settle', delayMs: settleDelayMs(simulatedOutcome(doc.payment?.phone_number ?? ''), ctx) }],
   };
+}
+
+/**
+ * How long the operator takes to settle after the payer's step. A slow number
+ * (`011`, "succeeds after 60 s") waits its delay at the payer's step where the
+ * simulator plays that step (phone approval); where the payer acts themselves (a
+ * one-time code, the checkout page's Pay button) it waits here instead.
+ */
+function settleDelayMs(outcome: SimulatedOutcome, ctx: DecideContext, payerStepWaited = false): number {
+  const slow = outcome.kind === 'succeed' && outcome.slow && !payerStepWaited;
+  return slow ? ctx.simulator.slowDelayMs : ctx.simulator.processingDelayMs;
 }
 
 export function decideCancel(doc: PaymentIntentDoc, input: CancelInput, now: number): Decision {
@@ -452,12 +475,14 @@ export function decideOutcome(doc: PaymentIntentDoc, data: OperatorOutcomeData, 
     if (data.action === 'decline') return decline(doc, 'payer_declined', 'object', ctx.now);
     if (outcome.kind === 'silent') return { kind: 'skip', reason: 'the operator never answers (suffix 010)' };
     if (outcome.kind === 'decline' && outcome.stage !== 'processing') return decline(doc, outcome.code, 'object', ctx.now);
+    // Phone approval: the simulator's payer step already waited a slow number's delay.
+    const payerStepWaited = doc.payment ? flowOf(doc.payment.operator) === 'phone_approval' : true;
     return {
       kind: 'apply',
       set: { status: 'processing', next_action: null },
       event: 'payment_intent.processing',
       answer: 'object',
-      followUps: [{ kind: 'outcome', step: 'settle', delayMs: ctx.simulator.processingDelayMs }],
+      followUps: [{ kind: 'outcome', step: 'settle', delayMs: settleDelayMs(outcome, ctx, payerStepWaited) }],
     };
   }
   if (doc.status !== 'processing') return { kind: 'skip', reason: `arrived too late: the intent is ${doc.status}` };

@@ -140,6 +140,36 @@ test('orange money: no otp asks for one; a wrong one is a 402 decline; the right
   t.is(right.set.status, 'processing');
   t.deepEqual(right.followUps, [{ kind: 'outcome', step: 'settle', delayMs: 2000 }]);
   refusedWith(t, decideConfirm(intent(), confirm('+2250700000000', { otp: '123456' }), ctx), 'parameter_invalid');
+  t.is(applied(t, decideConfirm(waiting, confirm('+2250700000000', { operator: 'orange_money', otp: '123456' }), ctx)).set.status, 'processing');
+});
+
+test('orange money: the code\'s confirm may name only the attempt\'s operator', (t) => {
+  const asked = applied(t, decideConfirm(intent({ allowed_operators: ['orange_money', 'wave'] }), confirm('+2250700000000', { operator: 'orange_money' }), ctx));
+  const waiting = intent({ ...asked.set, allowed_operators: ['orange_money', 'wave'], status: 'requires_action' });
+  for (const operator of ['mtn_momo', 'wave']) {
+    const d = decideConfirm(waiting, confirm('+2250700000000', { operator, otp: '123456' }), ctx);
+    refusedWith(t, d, 'operator_invalid');
+    if (d.kind === 'refuse') t.is(d.detail.param, 'operator');
+  }
+});
+
+test('011 succeeds after the slow delay whoever plays the payer\'s step: the simulator, a one-time code, the checkout page', (t) => {
+  const slow = '+2250700000011';
+  const attempt = (operator: string) =>
+    intent({ status: 'requires_action', attempt: 1, payment: { operator, phone_number: slow, phone_masked: maskPhone(slow), return_url: null, checkout_token: null } });
+  const payer = (operator: string) => decideOutcome(attempt(operator), { paymentIntent: 'pi', project: 'p', livemode: false, attempt: 1, step: 'payer' }, ctx);
+  // Phone approval: the payer step itself came 60 s late, the settlement follows as usual.
+  t.deepEqual(applied(t, payer('mtn_momo')).followUps, [{ kind: 'outcome', step: 'settle', delayMs: 2000 }]);
+  // Wave: the Pay button is the payer's step; the 60 s follow it.
+  t.deepEqual(applied(t, payer('wave')).followUps, [{ kind: 'outcome', step: 'settle', delayMs: 60_000 }]);
+  // Orange Money: the code is the payer's step, on the first confirm or the second.
+  const first = applied(t, decideConfirm(intent(), confirm(slow, { operator: 'orange_money', otp: '123456' }), ctx));
+  t.deepEqual(first.followUps, [{ kind: 'outcome', step: 'settle', delayMs: 60_000 }]);
+  const asked = applied(t, decideConfirm(intent(), confirm(slow, { operator: 'orange_money' }), ctx));
+  const second = applied(t, decideConfirm(intent({ ...asked.set, status: 'requires_action' }), confirm(slow, { operator: null, otp: '123456' }), ctx));
+  t.deepEqual(second.followUps, [{ kind: 'outcome', step: 'settle', delayMs: 60_000 }]);
+  // Any other number settles at the usual delay.
+  t.deepEqual(applied(t, decideConfirm(intent(), confirm('+2250700000000', { operator: 'orange_money', otp: '123456' }), ctx)).followUps, [{ kind: 'outcome', step: 'settle', delayMs: 2000 }]);
 });
 
 test('wave: a checkout page with an unguessable token that names the intent', (t) => {
