@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { ERROR_CODES } from '../../common/errors.js';
+import { DECLINE_CODES } from '../../common/lifecycle.js';
 import type { AppDeps, State } from '../context.js';
 import { sendJson } from '../respond.js';
 
@@ -32,6 +33,10 @@ export function errorsPage(): string {
         `<tr id="${code}"><td><a href="#${code}"><code>${code}</code></a></td><td>${info.status}</td><td><code>${info.type}</code></td><td>${escapeHtml(info.description).replace(/`([^`]+)`/g, '<code>$1</code>')}</td></tr>`,
     )
     .join('\n');
+  // DESIGN.md section 7: the operators' reasons, normalised, are listed here too.
+  const declines = Object.entries(DECLINE_CODES)
+    .map(([code, message]) => `<tr id="${code}"><td><a href="#${code}"><code>${code}</code></a></td><td>${escapeHtml(message)}</td></tr>`)
+    .join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Error codes</title>
 <style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.4rem .6rem;text-align:left;vertical-align:top}tr:target{background:#fff6d5}</style>
@@ -40,6 +45,11 @@ export function errorsPage(): string {
 <p>Every error answer has the body <code>{"error": {"type", "code", "message", "param"?, "request_id", "doc_url"}}</code>. <code>param</code> names the input at fault, when there is one. Quote <code>request_id</code> when you contact support.</p>
 <table><thead><tr><th>code</th><th>HTTP</th><th>type</th><th>meaning</th></tr></thead><tbody>
 ${rows}
+</tbody></table>
+<h2 id="operator_decline_code">Operator decline codes</h2>
+<p>A <code>payment_declined</code> error (402), and a payment intent's <code>last_payment_error</code>, carry <code>operator_decline_code</code>: the operator's own reason (MTN MoMo, M-Pesa, Airtel Money, Wave, Orange Money), normalised to one of these.</p>
+<table><thead><tr><th>operator_decline_code</th><th>meaning</th></tr></thead><tbody>
+${declines}
 </tbody></table></body></html>`;
 }
 

@@ -54,19 +54,20 @@ export function listQuerySchema(extra: Record<string, SchemaLike> = {}, extraErr
   return bodySchema(
     {
       limit: limit(),
-      starting_after: cursor(),
-      ending_before: cursor().custom((value: string, helpers) =>
-        (helpers.state.ancestors[0] as Record<string, unknown>).starting_after === undefined ? value : helpers.error('cursor.conflict'),
-      ),
+      // Both cursors at once is the conflict, whatever they name: checked before either.
+      starting_after: Joi.string().custom((value: string, helpers) =>
+        (helpers.state.ancestors[0] as Record<string, unknown>).ending_before === undefined ? value : helpers.error('cursor.conflict'),
+      ).concat(cursor()),
+      ending_before: cursor(),
       ...extra,
     },
     {
       limit: { 'string.empty': limitInvalid, 'string.pattern.base': limitInvalid, 'limit.range': limitInvalid },
-      starting_after: CURSOR_ERRORS,
-      ending_before: {
+      starting_after: {
         ...CURSOR_ERRORS,
         'cursor.conflict': () => errors.parameterConflict('ending_before', 'starting_after and ending_before cannot be used together: page in one direction at a time.'),
       },
+      ending_before: CURSOR_ERRORS,
       ...extraErrors,
     },
   );

@@ -90,6 +90,13 @@ test('starting_after with ending_before is parameter_conflict on ending_before',
   t.regex(error.message, /starting_after.*ending_before/);
 });
 
+test('both cursors at once are parameter_conflict before either is looked at', (t) => {
+  for (const [after, before] of [['x', 'y'], ['pi_123', newId('payment_intent')], [newId('payment_intent'), 'nope']]) {
+    rejects(t, () => parse(`starting_after=${after}&ending_before=${before}`), 'parameter_conflict', 'ending_before');
+    rejects(t, () => parse(`ending_before=${before}&starting_after=${after}`), 'parameter_conflict', 'ending_before');
+  }
+});
+
 // type
 
 test('type accepts an event type of the catalog', (t) => {
