@@ -64,8 +64,9 @@ export function createApi(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   deps.results.onEvery((message) => idempotency.hear(message));
   const create = createHandler(deps, idempotency);
   // One router for the public API, first: most requests are its, and each router
-  // costs a match per request.
-  const v1 = new Router<State>();
+  // costs a match per request. Paths match exactly, as on Stripe: `/v1/Payment_Intents`
+  // and `/v1/payment_intents/` are unknown routes.
+  const v1 = new Router<State>({ strict: true, sensitive: true });
   paymentIntentRoutes(v1, deps, guards, create);
   webhookEndpointRoutes(v1, deps, guards, create);
   eventRoutes(v1, deps, guards);

@@ -57,16 +57,25 @@ function parseJson(text: string): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
-/** The body as text, at most BODY_LIMIT bytes; the errors are the contract's. */
+/** Bytes that are not UTF-8 are refused, not replaced with U+FFFD. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The body as text, at most BODY_LIMIT bytes of UTF-8; the errors are the contract's. */
 export async function readRequestText(req: IncomingMessage): Promise<string> {
+  let bytes: Buffer;
   try {
-    return await getRawBody(req, { limit: BODY_LIMIT, encoding: 'utf8', length: req.headers['content-length'] || undefined });
+    bytes = await getRawBody(req, { limit: BODY_LIMIT, length: req.headers['content-length'] || undefined });
   } catch (err) {
     const type = (err as { type?: string }).type;
     if (type !== undefined && ABORTED.has(type)) throw new ClientAbortedError(type);
     if (type === 'entity.too.large') throw errors.bodyTooLarge(BODY_LIMIT);
     if (type === 'encoding.unsupported' || type === 'request.size.invalid') throw errors.invalidJson('the body could not be read');
     throw err;
+  }
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw errors.invalidJson('the body is not valid UTF-8');
   }
 }
 
@@ -97,7 +106,9 @@ export function parseBody(options: { form?: boolean } = {}): Middleware<State> {
     const text = await readBodyText(ctx);
     ctx.state.bodyText = text;
     ctx.state.bodyEncoding = declared ?? 'json';
-    if (text.trim() === '') {
+    // An empty body is `{}`; one of white space only is `{}` unless it claims to be
+    // JSON, where it is not a JSON value.
+    if (text === '' || (declared !== 'json' && text.trim() === '')) {
       ctx.state.body = {};
     } else {
       if (declared === null) throw errors.contentTypeInvalid(accepted);

@@ -39,6 +39,11 @@ export function parseUrl(url: string, { livemode, allowPrivateTargets = false }:
   // and accept `http:example.com` without the slashes.
   if (/[\u0000-\u0020\u007f]/.test(url)) throw urlInvalid('it must not contain spaces or control characters');
   if (!/^https?:\/\//i.test(url)) throw urlInvalid('it must be an absolute http:// or https:// URL');
+  // As written, not as WHATWG URL mends it: `http:///x` has no host (URL reads host
+  // `x`), and `https://:@host/` has a user part (URL reads both as empty).
+  const authority = (/^https?:\/\/([^/?#]*)/i.exec(url) as RegExpExecArray)[1] as string;
+  if (authority === '') throw urlInvalid('it must name a host');
+  if (authority.includes('@')) throw urlInvalid('it must not contain a user name or password');
   let parsed: URL;
   try {
     parsed = new URL(url);

@@ -7,6 +7,7 @@ import path from 'node:path';
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../../common/jobs.js';
+import { DECLINE_CODES } from '../../common/lifecycle.js';
 import { Service, uniqueName, type ApiResponse } from '../helpers/service.js';
 
 let service: Service;
@@ -140,6 +141,11 @@ test('routes: unknown path is 404 route_not_found, a wrong method is 405 with Al
   const key = await service.issueKey('routes');
   assertError(t, await service.request('GET', '/v1/nothing_here', { key }), 404, 'route_not_found');
   assertError(t, await service.request('GET', '/nope'), 404, 'route_not_found');
+  // Paths match exactly: another case or a trailing slash is another path.
+  assertError(t, await service.request('GET', '/v1/Payment_Intents', { key }), 404, 'route_not_found');
+  assertError(t, await service.request('GET', '/V1/events', { key }), 404, 'route_not_found');
+  assertError(t, await service.request('GET', `${PI}/`, { key }), 404, 'route_not_found');
+  assertError(t, await service.request('POST', `${PI}/`, { key, body: { amount: 5 } }), 404, 'route_not_found');
   const res = await service.request('DELETE', PI, { key });
   assertError(t, res, 405, 'method_not_allowed');
   t.deepEqual(res.headers.get('allow')?.split(/, */).sort(), ['GET', 'HEAD', 'POST']);
@@ -155,6 +161,12 @@ test('request bodies: content type, size, JSON shape', async (t) => {
   assertError(t, await service.request('POST', PI, { key, rawBody: '{"amount":', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_json');
   assertError(t, await service.request('POST', PI, { key, rawBody: '[1,2]', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_json');
   assertError(t, await service.request('POST', PI, { key, rawBody: 'null', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_json');
+  // White space alone is no JSON value; bytes that are not UTF-8 are not JSON text.
+  assertError(t, await service.request('POST', PI, { key, rawBody: ' \n\t ', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_json');
+  const notUtf8 = Buffer.concat([Buffer.from('{"amount":5,"description":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
+  const refused = await service.request('POST', PI, { key, rawBody: notUtf8, headers: { 'Content-Type': 'application/json' } });
+  assertError(t, refused, 400, 'invalid_json');
+  t.regex(refused.body.error.message, /UTF-8/);
   const big = JSON.stringify({ amount: 5, description: 'x'.repeat(70 * 1024) });
   assertError(t, await service.request('POST', PI, { key, rawBody: big, headers: { 'Content-Type': 'application/json' } }), 413, 'body_too_large');
   // An empty body is {}: amount is then missing.
@@ -202,6 +214,9 @@ const badEndpoints: Array<[string, Record<string, unknown>, string, string | und
   ['an ftp url', { url: 'ftp://example.test/x' }, 'url_invalid', 'url'],
   ['a relative url', { url: '/hook' }, 'url_invalid', 'url'],
   ['credentials in the url', { url: 'https://user:pw@example.test/x' }, 'url_invalid', 'url'],
+  ['an empty user part in the url', { url: 'https://:@example.test/x' }, 'url_invalid', 'url'],
+  ['a bare @ before the host', { url: 'https://@example.test/x' }, 'url_invalid', 'url'],
+  ['a url with no host', { url: 'http:///x' }, 'url_invalid', 'url'],
   ['a url over 2048 characters', { url: `https://example.test/${'a'.repeat(2040)}` }, 'url_invalid', 'url'],
   ['empty enabled_events', { url: 'https://example.test/x', enabled_events: [] }, 'parameter_invalid_empty', 'enabled_events'],
   ['an unknown event type', { url: 'https://example.test/x', enabled_events: ['charge.succeeded'] }, 'event_type_invalid', 'enabled_events[0]'],
@@ -365,7 +380,7 @@ test('admin API and dashboard answer 404 when no ADMIN_TOKEN is configured', asy
   t.is(res.body.error.code, 'route_not_found');
 });
 
-test('ops endpoints need no key and carry a Request-Id; /docs/errors lists every code', async (t) => {
+test('ops endpoints need no key and carry a Request-Id; /docs/errors lists every code and every operator decline code', async (t) => {
   const health = await service.request('GET', '/healthz');
   t.is(health.status, 200);
   t.regex(health.headers.get('request-id') ?? '', /^req_/);
@@ -378,6 +393,9 @@ test('ops endpoints need no key and carry a Request-Id; /docs/errors lists every
   for (const code of ['parameter_missing', 'idempotency_key_reused', 'processing_timeout', 'route_not_found', 'rate_limit', 'metadata_invalid']) {
     t.true(docs.text.includes(`id="${code}"`), code);
   }
+  // DESIGN.md section 7: the normalised operator decline codes are listed there too.
+  for (const code of Object.keys(DECLINE_CODES)) t.true(docs.text.includes(`id="${code}"`), code);
+  t.true(docs.text.includes('id="operator_decline_code"'));
 });
 
 test('the CLI issues a key that works against the api', async (t) => {

@@ -262,11 +262,11 @@ export class Service {
   async request<T = any>(
     method: string,
     urlPath: string,
-    options: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; baseUrl?: string } = {},
+    options: { key?: string; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string>; baseUrl?: string } = {},
   ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...options.headers };
     if (options.key) headers.Authorization = `Bearer ${options.key}`;
-    let body: string | undefined = options.rawBody;
+    let body: string | Uint8Array | undefined = options.rawBody;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);
       headers['Content-Type'] ??= 'application/json';
