@@ -17,7 +17,7 @@
 import { createServer } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
-import { parseJsonBody } from '../api/middleware/body.js';
+import { parseBody } from '../api/middleware/body.js';
 import { parsePaymentIntentCreate } from '../api/schemas/payment-intents.js';
 import type { State } from '../api/context.js';
 import { looksLikeKey } from '../common/api-keys.js';
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
       if (!match || !looksLikeKey(match[1] as string)) throw errors.apiKeyMissing();
       await next();
     },
-    parseJsonBody(),
+    parseBody({ form: false }),
     async (ctx) => {
       const nowMs = Date.now();
       const input = parsePaymentIntentCreate(ctx.state.body ?? {}, {

@@ -118,8 +118,3 @@ export function parseBody(options: { form?: boolean } = {}): Middleware<State> {
     await next();
   };
 }
-
-/** JSON only: the admin API, which no Stripe SDK speaks to. */
-export function parseJsonBody(): Middleware<State> {
-  return parseBody({ form: false });
-}

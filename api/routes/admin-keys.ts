@@ -4,11 +4,21 @@ import { ApiError, errors } from '../../common/errors.js';
 import { presentApiKey, listEnvelopeJson } from '../../common/presenters.js';
 import type { AppDeps, State } from '../context.js';
 import { adminAuth } from '../middleware/admin-auth.js';
-import { parseJsonBody } from '../middleware/body.js';
+import { parseBody } from '../middleware/body.js';
 import { sendJson } from '../respond.js';
 import { checkQueryNames } from '../schemas/query.js';
 
-function parseCreateKey(body: Record<string, unknown>): { project: string; livemode: boolean } {
+/** A form's values are strings (DESIGN.md section 8): `livemode` from `true`/`false`, the empty string null. */
+function fromForm(body: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...body };
+  for (const [name, value] of Object.entries(out)) if (value === '') out[name] = null;
+  if (out.livemode === 'true') out.livemode = true;
+  else if (out.livemode === 'false') out.livemode = false;
+  return out;
+}
+
+function parseCreateKey(given: Record<string, unknown>, encoding: 'json' | 'form' | undefined): { project: string; livemode: boolean } {
+  const body = encoding === 'form' ? fromForm(given) : given;
   for (const name of Object.keys(body)) {
     if (name !== 'project' && name !== 'livemode') throw errors.parameterUnknown(name);
   }
@@ -35,8 +45,10 @@ export function adminKeysRouter(deps: AppDeps): Router<State> {
   const auth = adminAuth(deps.config.adminToken);
   const keyStore = { collections: c, ids: deps.ids, now: deps.now };
 
-  router.post(url, auth, parseJsonBody(), async (ctx) => {
-    const { project, livemode } = parseCreateKey(ctx.state.body ?? {});
+  // As every POST: JSON or a form; no query string (DESIGN.md sections 4 and 8).
+  router.post(url, auth, parseBody(), async (ctx) => {
+    checkQueryNames(new URLSearchParams(ctx.querystring), []);
+    const { project, livemode } = parseCreateKey(ctx.state.body ?? {}, ctx.state.bodyEncoding);
     const { doc, secret } = await issueKey(keyStore, project, livemode);
     sendJson(ctx, JSON.stringify(presentApiKey(doc, secret)));
   });
@@ -49,7 +61,10 @@ export function adminKeysRouter(deps: AppDeps): Router<State> {
     sendJson(ctx, listEnvelopeJson(url, docs.map((d) => JSON.stringify(presentApiKey(d))), false));
   });
 
-  router.delete(`${url}/:id`, auth, async (ctx) => {
+  router.delete(`${url}/:id`, auth, parseBody(), async (ctx) => {
+    checkQueryNames(new URLSearchParams(ctx.querystring), []);
+    const unknown = Object.keys(ctx.state.body ?? {})[0];
+    if (unknown !== undefined) throw errors.parameterUnknown(unknown);
     const id = ctx.params.id as string;
     const revoked = await revokeKey(keyStore, deps.redis, deps.config.queuePrefix, id, (hash) => deps.keys.evict(hash));
     if (!revoked) throw errors.resourceMissing('api_key', id, 'id');

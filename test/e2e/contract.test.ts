@@ -373,6 +373,25 @@ test('admin API: issues, lists and revokes keys; a revoked key is refused at onc
   assertError(t, unknown, 404, 'resource_missing', 'id');
 });
 
+test('admin API: a form body as on every POST; unknown query parameters and DELETE bodies are refused', async (t) => {
+  const admin = { Authorization: `Bearer ${service.adminToken}` };
+  const form = { ...admin, 'Content-Type': 'application/x-www-form-urlencoded' };
+  const issued = await service.request('POST', '/admin/v1/api_keys', { headers: form, rawBody: 'project=by-form&livemode=true' });
+  t.is(issued.status, 200, issued.text);
+  t.like(issued.body, { object: 'api_key', project: 'by-form', livemode: true });
+  t.is((await service.request('POST', '/admin/v1/api_keys', { headers: form, rawBody: 'project=by-form' })).body.livemode, false);
+  assertError(t, await service.request('POST', '/admin/v1/api_keys', { headers: form, rawBody: 'project=by-form&livemode=yes' }), 400, 'parameter_invalid_boolean', 'livemode');
+  assertError(t, await service.request('POST', '/admin/v1/api_keys', { headers: form, rawBody: 'project=' }), 400, 'parameter_invalid_string', 'project');
+  assertError(t, await service.request('POST', '/admin/v1/api_keys', { headers: { ...admin, 'Content-Type': 'text/plain' }, rawBody: 'project=x' }), 415, 'content_type_invalid');
+  assertError(t, await service.request('POST', '/admin/v1/api_keys?foo=1', { headers: admin, body: { project: 'by-query' } }), 400, 'parameter_unknown', 'foo');
+  assertError(t, await service.request('DELETE', `/admin/v1/api_keys/${issued.body.id}?foo=1`, { headers: admin }), 400, 'parameter_unknown', 'foo');
+  assertError(t, await service.request('DELETE', `/admin/v1/api_keys/${issued.body.id}`, { headers: admin, body: { foo: 1 } }), 400, 'parameter_unknown', 'foo');
+  const listed = await service.request('GET', '/admin/v1/api_keys?project=by-query', { headers: admin });
+  t.deepEqual(listed.body.data, [], 'a refused create issued nothing');
+  const revoked = await service.request('DELETE', `/admin/v1/api_keys/${issued.body.id}`, { headers: admin });
+  t.is(typeof revoked.body.revoked_at, 'number');
+});
+
 test('admin API and dashboard answer 404 when no ADMIN_TOKEN is configured', async (t) => {
   const other = await service.startExtraApi({ ADMIN_TOKEN: '' });
   const res = await service.request('GET', '/admin/v1/api_keys', { baseUrl: other.baseUrl, headers: { Authorization: 'Bearer anything-at-all' } });
