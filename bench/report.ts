@@ -223,7 +223,7 @@ export function writeReport(groups: GroupResult[], when: string, loadAtStart: nu
   }
 
   const out: string[] = ['', table(list, extraRows), ''];
-  out.push(`RSS during S2, median of 4 readings a second (MiB): api ${rss.api} -> ${rss.api_second_run}, worker ${rss.worker} -> ${rss.worker_second_run} (first -> second run)`);
+  out.push(`RSS after each S2 run, median of 4 readings a second for 2 s (MiB): api ${rss.api} -> ${rss.api_second_run}, worker ${rss.worker} -> ${rss.worker_second_run} (first -> second run)`);
   for (const [name, figures] of Object.entries(details)) {
     out.push(`${name}: ${Object.entries(figures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   }
