@@ -43,10 +43,43 @@ function encodingOf(contentType: string, formAllowed: boolean): BodyEncoding | n
   return null;
 }
 
+/**
+ * JSON text in which every number written with a fraction or an exponent but whole
+ * in value (`5000.0`, `5e3`) is quoted, so it reaches the field checks as written:
+ * JSON.parse reads it as the integer 5000, and "floats → parameter_invalid_integer"
+ * (DESIGN.md section 4) would not hold. Strings are skipped, escapes included; any
+ * other text is left as it is, for JSON.parse to judge.
+ */
+export function quoteWholeFloats(text: string): string {
+  if (!/[0-9][.eE]/.test(text)) return text;
+  let out = '';
+  let from = 0;
+  let i = 0;
+  while (i < text.length) {
+    const ch = text[i] as string;
+    if (ch === '"') {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
+      i++;
+      continue;
+    }
+    if (ch === '-' || (ch >= '0' && ch <= '9')) {
+      const token = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/.exec(text.slice(i, i + 400))?.[0] ?? ch;
+      if (/[.eE]/.test(token) && Number.isInteger(Number(token))) {
+        out += `${text.slice(from, i)}"${token}"`;
+        from = i + token.length;
+      }
+      i += token.length;
+      continue;
+    }
+    i++;
+  }
+  return out + text.slice(from);
+}
+
 function parseJson(text: string): Record<string, unknown> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(quoteWholeFloats(text));
   } catch (err) {
     throw errors.invalidJson((err as Error).message);
   }

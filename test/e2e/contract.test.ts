@@ -161,6 +161,11 @@ test('request bodies: content type, size, JSON shape', async (t) => {
   assertError(t, await service.request('POST', PI, { key, rawBody: '{"amount":', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_json');
   assertError(t, await service.request('POST', PI, { key, rawBody: '[1,2]', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_json');
   assertError(t, await service.request('POST', PI, { key, rawBody: 'null', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_json');
+  // A float is not an integer, even a whole one written as a float.
+  for (const amount of ['5000.0', '5e3', '5.0E+3']) {
+    assertError(t, await service.request('POST', PI, { key, rawBody: `{"amount":${amount}}`, headers: { 'Content-Type': 'application/json' } }), 400, 'parameter_invalid_integer', 'amount');
+  }
+  assertError(t, await service.request('POST', PI, { key, rawBody: '{"amount":50.5}', headers: { 'Content-Type': 'application/json' } }), 400, 'parameter_invalid_integer', 'amount');
   // White space alone is no JSON value; bytes that are not UTF-8 are not JSON text.
   assertError(t, await service.request('POST', PI, { key, rawBody: ' \n\t ', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_json');
   const notUtf8 = Buffer.concat([Buffer.from('{"amount":5,"description":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
