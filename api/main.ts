@@ -20,6 +20,7 @@ import { createRegistry, httpMetrics, mongoCommandMetrics, queueDepthMetric } fr
 import { createRedis } from '../common/redis.js';
 import { CreateAdmission } from './admission.js';
 import { createApi } from './app.js';
+import { answerClientErrors, MAX_HEADER_BYTES } from './client-errors.js';
 import type { AppDeps } from './context.js';
 import { dashboardRouter } from './routes/dashboard.js';
 import { metricsRouter } from './routes/metrics.js';
@@ -80,6 +81,7 @@ async function main(): Promise<void> {
     headersTimeout: config.http.headersTimeoutMs,
     requestTimeout: config.http.requestTimeoutMs,
     connectionsCheckingInterval: 1000,
+    maxHeaderSize: MAX_HEADER_BYTES,
   };
   const server = createServer(serverOptions, (req, res) => {
     if (shuttingDown) res.shouldKeepAlive = false;
@@ -87,6 +89,8 @@ async function main(): Promise<void> {
     res.once('close', () => answering.delete(res));
     listener(req, res);
   });
+  // What the HTTP parser refuses is answered with a Request-Id and the error envelope.
+  server.on('clientError', answerClientErrors({ config, ids: deps.ids, logger }));
   server.keepAliveTimeout = 65_000;
   server.maxConnections = config.http.maxConnections;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));

@@ -65,6 +65,41 @@ test.serial('headers that do not arrive within the headers timeout get 408 and t
   conn.socket.write('GET /healthz HTTP/1.1\r\nHost: api\r\n'); // and never the blank line
   await until('the server to close the connection', () => (conn.closed() ? true : undefined), 15_000);
   t.regex(conn.received(), /^HTTP\/1\.1 408/);
+  t.regex(conn.received(), /\r\nRequest-Id: req_\w+\r\n/, 'every answer has a Request-Id, the parser\'s too');
+});
+
+/** The one answer of a raw request the parser refuses: its status, Request-Id and envelope. */
+async function refusedRaw(request: string): Promise<{ status: number; requestId: string | undefined; error: Record<string, unknown> }> {
+  const conn = await connect();
+  conn.socket.write(request);
+  await until('the server to answer and close', () => (conn.closed() ? true : undefined), 15_000);
+  const [head = '', body = ''] = conn.received().split('\r\n\r\n');
+  return {
+    status: Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]),
+    requestId: /\r\nRequest-Id: (req_\w+)\r\n/.exec(head)?.[1],
+    error: (JSON.parse(body) as { error: Record<string, unknown> }).error,
+  };
+}
+
+test.serial('a request the HTTP parser refuses gets a 400 in the error envelope, with its Request-Id', async (t) => {
+  for (const request of [
+    'GET /healthz HTTP/1.1\r\nHost: api\r\nX-Bad: a\x7fb\r\n\r\n',
+    'GET /healthz HTTP/1.1\r\nHost: api\r\nNo colon here\r\n\r\n',
+    `GET /healthz HTTP/1.1\r\nHost: api\r\nX-Big: ${'b'.repeat(70 * 1024)}\r\n\r\n`,
+  ]) {
+    const refused = await refusedRaw(request);
+    t.is(refused.status, 400);
+    t.like(refused.error, { type: 'invalid_request_error', code: 'parameter_invalid', request_id: refused.requestId });
+    t.regex(String(refused.error.doc_url), /^http:\/\/127\.0\.0\.1:\d+\/docs\/errors#parameter_invalid$/);
+  }
+});
+
+test.serial('an Idempotency-Key far past 255 characters reaches its own check: 400 idempotency_key_invalid', async (t) => {
+  const key = await service.issueKey('long-keys');
+  const res = await service.request('POST', '/v1/payment_intents', { key, body: { amount: 5000 }, headers: { 'Idempotency-Key': 'k'.repeat(17_000) } });
+  t.is(res.status, 400);
+  t.is(res.body.error.code, 'idempotency_key_invalid');
+  t.is(res.body.error.request_id, res.headers.get('request-id'));
 });
 
 test.serial('a body that trickles in past the request timeout gets 408 and the connection closed', async (t) => {
