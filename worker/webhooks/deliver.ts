@@ -54,6 +54,7 @@ import { changingEndpoints } from './endpoint-directory.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import { postWebhook, type PostResult } from './http.js';
 import { loadEvent } from './load-event.js';
+import { redeliveredKey } from './redeliveries.js';
 import { DeliveryFailedError, parseRetryAfter } from './retry-policy.js';
 
 export const USER_AGENT = 'payments-service-webhooks/1';
@@ -80,7 +81,7 @@ export interface DeliverDeps {
 
 export type DeliverResult =
   | { delivered: true; attempt: number; http_status: number }
-  | { delivered: false; skipped: 'endpoint_deleted' | 'endpoint_disabled' | 'not_subscribed' | 'event_missing' | 'scope_mismatch' };
+  | { delivered: false; skipped: 'endpoint_deleted' | 'endpoint_disabled' | 'not_subscribed' | 'event_missing' | 'scope_mismatch' | 'redelivered' };
 
 /**
  * How many waiting deliveries of one endpoint may come back to try again, per second,
@@ -189,6 +190,12 @@ async function attempt(deps: DeliverDeps, job: Job<DeliverWebhookData>, inSlot: 
   }
   // Attempts made before this job (a first attempt made in place, first-attempt.ts) count too.
   const attempt = job.attemptsMade + 1 + (job.data.prior ?? 0);
+  // A retry of a first chain whose event a resend or a recover has delivered since
+  // (../webhooks/redeliveries.ts): the endpoint has it, so the chain ends here.
+  if (!job.data.redelivery && attempt > 1 && (await deps.redis.exists(redeliveredKey(deps.prefix, eventId, endpointId))) === 1) {
+    deps.logger.info({ event_id: eventId, endpoint_id: endpointId, attempt }, 'webhook redelivered since: retry dropped');
+    return { delivered: false, skipped: 'redelivered' };
+  }
   const sent = await sendAttempt(deps, endpoint, eventId, event.json, attempt, inSlot);
   return afterAttempt(deps, endpoint, eventId, attempt, sent);
 }

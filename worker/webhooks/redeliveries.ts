@@ -86,6 +86,19 @@ export class Redeliveries {
   async finished(endpointId: string, eventId: string): Promise<void> {
     await this.redis.zrem(this.keyOf(endpointId), eventId);
   }
+
+  /** A redelivery of `eventId` reached the endpoint: the event's first chain, still retrying, sends it no more. */
+  async delivered(endpointId: string, eventId: string): Promise<void> {
+    await this.redis.set(redeliveredKey(this.options.prefix, eventId, endpointId), '1', 'PX', REDELIVERED_TTL_MS);
+  }
+}
+
+/** Longer than the longest delivery schedule (about three days), as the pending sets are kept. */
+const REDELIVERED_TTL_MS = 8 * 24 * 3600_000;
+
+/** Set once a redelivery (resend, recover) of the event reached the endpoint (Redeliveries.delivered). */
+export function redeliveredKey(prefix: string, eventId: string, endpointId: string): string {
+  return `${prefix}:redelivered:${eventId}:${endpointId}`;
 }
 
 /** The job id of an event's redelivery chain to an endpoint: one per pair, whatever asked for it. */
@@ -106,6 +119,7 @@ export async function settleRedelivery<T>(redeliveries: Redeliveries, job: Job<D
     if (last) await finished();
     throw err;
   }
+  if ((result as { delivered?: boolean }).delivered === true) await redeliveries.delivered(endpointId, eventId).catch(() => undefined);
   await finished();
   return result;
 }

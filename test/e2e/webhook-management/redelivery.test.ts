@@ -10,7 +10,7 @@ import type { Received } from '../../helpers/receiver.js';
 import { Receiver } from '../../helpers/receiver.js';
 import { Service, sleep, uniqueName, until } from '../../helpers/service.js';
 import { createEndpoint, createPaymentIntent, listAttempts, waitForAttempts } from '../../helpers/webhook-fixtures.js';
-import { assertError, manage, retrieveEndpoint, verifiesWith } from '../../helpers/webhook-management.js';
+import { assertError, finishedChain, fireRetry, manage, retrieveEndpoint, verifiesWith, webhooksQueue } from '../../helpers/webhook-management.js';
 
 let service: Service;
 let receiver: Receiver;
@@ -159,6 +159,38 @@ test('resend delivers one past event again, with the same webhook-id and bytes, 
   t.deepEqual(verifiesWith(endpoint.secret, delivered!), { ours: false, standard: false }, 'signed with that endpoint\'s own secret');
   await sleep(500);
   t.is(receiver.received(path).length, 2, 'the first endpoint got nothing from the second resend');
+});
+
+test('a redelivery that reaches the endpoint ends the event\'s first chain: its pending retry sends nothing', async (t) => {
+  const project = uniqueName('ends-retry');
+  const key = await service.issueKey(project);
+  const path = `/${project}`;
+  let failing = true;
+  const accepted: string[] = [];
+  receiver.on(path, (_n, received) => {
+    if (failing) return { status: 500, body: 'down' };
+    accepted.push(idOf(received));
+    return { status: 200, body: 'ok' };
+  });
+  const endpoint = await createEndpoint(service, key, receiver.url(path));
+  const resentOne = await createPaymentIntent(service, key);
+  const leftAlone = await createPaymentIntent(service, key);
+  await waitForAttempts(service, key, endpoint.id, 2);
+  failing = false;
+
+  const resent = await manage(service, key, 'POST', endpoint.id, 'resend', { body: { event: resentOne.eventId } });
+  t.is(resent.status, 200, resent.text);
+  await until('the resend to arrive', () => (accepted.includes(resentOne.eventId) ? true : undefined));
+
+  // Both first chains retry now: the resent event's is over, the other delivers.
+  const queue = webhooksQueue(t, service);
+  await fireRetry(queue, resentOne.eventId, endpoint.id);
+  await fireRetry(queue, leftAlone.eventId, endpoint.id);
+  t.like(await finishedChain(queue, resentOne.eventId, endpoint.id), { state: 'completed', returnvalue: { delivered: false, skipped: 'redelivered' } });
+  t.like(await finishedChain(queue, leftAlone.eventId, endpoint.id), { state: 'completed', returnvalue: { delivered: true } });
+  const delivered = (eventId: string) => accepted.filter((id) => id === eventId).length;
+  t.is(delivered(resentOne.eventId), 1, 'the resent event reached the endpoint once');
+  t.is(delivered(leftAlone.eventId), 1);
 });
 
 test('resend of an event of another project or mode, or of no event, answers 404 and sends nothing', async (t) => {
