@@ -93,7 +93,15 @@ async function main(): Promise<void> {
   server.on('clientError', answerClientErrors({ config, ids: deps.ids, logger }));
   server.keepAliveTimeout = 65_000;
   server.maxConnections = config.http.maxConnections;
-  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  // A port in use or a HOST that is no address of this machine stops the start with
+  // its reason, as a bad setting does, not with an unhandled 'error' event.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   logger.info({ url: `http://${config.host}:${port}` }, 'api listening');

@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { STORE_PROFILE_NAMES, type StoreProfileName } from './store-profile.js';
 import { CATALOG_OPERATORS } from './operator-catalog.js';
+import { isCurrency } from './money.js';
 
 /** Every setting of the service, validated once at start-up. Nothing else reads `process.env`. */
 export interface Config {
@@ -248,7 +249,10 @@ const schema = Joi.object({
   CREATE_BATCH_WAIT_MS: Joi.number().integer().min(0).max(10_000).default(4),
   CREATE_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(10_000),
   CREATE_ADMISSION_WAIT_MS: Joi.number().integer().min(0).max(120_000).empty(''),
-  DEFAULT_CURRENCY: Joi.string().pattern(/^[A-Za-z]{3}$/).default('xof'),
+  DEFAULT_CURRENCY: Joi.string()
+    .pattern(/^[A-Za-z]{3}$/)
+    .custom((value: string, helpers) => (isCurrency(value) ? value : helpers.message({ custom: `"DEFAULT_CURRENCY" must be an ISO 4217 currency code, such as xof (got ${value})` })))
+    .default('xof'),
   OPERATORS: Joi.string().pattern(/^[a-z0-9_]+(,[a-z0-9_]+)*$/).default(DEFAULT_OPERATORS.join(',')),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(0).default(500),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),

@@ -19,6 +19,11 @@ const exponents = new Map<string, number>();
 /** ISO 4217 codes the runtime knows, upper case. */
 const KNOWN = new Set(Intl.supportedValuesOf('currency'));
 
+/** An ISO 4217 code the runtime knows, in any case: what `currency` takes (and `DEFAULT_CURRENCY`). */
+export function isCurrency(code: string): boolean {
+  return KNOWN.has(code.toUpperCase());
+}
+
 /** Digits after the decimal point of `currency` (any case); 2 for a code the runtime does not know. */
 export function currencyExponent(currency: string): number {
   const code = currency.toUpperCase();

@@ -1,6 +1,7 @@
 import { ApiError } from '../../common/errors.js';
 import type { PaymentIntentInput } from '../../common/jobs.js';
 import { toPairs } from '../../common/metadata.js';
+import { isCurrency } from '../../common/money.js';
 import { bodySchema, checkBody } from './body.js';
 import type { BodyEncoding } from './fields.js';
 import { describeValue, type Raise } from './joi-errors.js';
@@ -15,7 +16,6 @@ export const EXPIRES_MAX_SECONDS = 30 * 86_400;
 export const EXPIRES_DEFAULT_SECONDS = 86_400;
 
 /** ISO 4217 codes as the runtime knows them, lowercase. */
-const CURRENCIES = new Set(Intl.supportedValuesOf('currency').map((code) => code.toLowerCase()));
 
 export interface PaymentIntentContext {
   /** The operator catalog, in catalog order. */
@@ -40,7 +40,7 @@ export const AMOUNT_ERRORS: Record<string, Raise> = {
   'number.max': ({ param }) => new ApiError('amount_too_large', `Invalid amount: it must be at most ${MAX_AMOUNT}.`, param),
 };
 
-export const currency = () => Joi.string().custom((value: string, helpers) => (CURRENCIES.has(value.toLowerCase()) ? value : helpers.error('currency.unknown')));
+export const currency = () => Joi.string().custom((value: string, helpers) => (isCurrency(value) ? value : helpers.error('currency.unknown')));
 const currencyInvalid: Raise = ({ param, value }) =>
   new ApiError('currency_invalid', `Invalid currency: ${describeValue(value)}. Use a three-letter ISO 4217 code, such as "xof".`, param);
 export const CURRENCY_ERRORS: Record<string, Raise> = { 'currency.unknown': currencyInvalid, 'string.empty': currencyInvalid };

@@ -26,6 +26,14 @@ test('config refuses a repeated operator and reads lists', (t) => {
   t.deepEqual(loadConfig({ ...minimal, OPERATORS: 'wave,mpesa', WEBHOOK_RETRY_SCHEDULE_MS: '10,20' }).webhooks.retrySchedule, [10, 20]);
 });
 
+test('DEFAULT_CURRENCY must be a currency the API itself takes', (t) => {
+  t.is(loadConfig({ ...minimal, DEFAULT_CURRENCY: 'KES' }).defaultCurrency, 'kes');
+  for (const value of ['zzz', 'xo', 'x0f']) {
+    const err = t.throws(() => loadConfig({ ...minimal, DEFAULT_CURRENCY: value }), { instanceOf: ConfigError });
+    t.regex(err?.message ?? '', /DEFAULT_CURRENCY/, value);
+  }
+});
+
 test('config refuses an operator the catalog does not know', (t) => {
   const err = t.throws(() => loadConfig({ ...minimal, OPERATORS: 'wave,paypal' }), { instanceOf: ConfigError });
   t.regex(err?.message ?? '', /"OPERATORS" names operators the catalog does not know \(paypal\)/);
