@@ -15,7 +15,7 @@ import { IdGenerator } from '../common/ids.js';
 import { openQueues, revocationsChannel } from '../common/jobs.js';
 import { createLogger, logQueueErrors } from '../common/logger.js';
 import { connect, ensureIndexes, openMongo, untilDone } from '../common/mongo.js';
-import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
+import { closeRedis, runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { createRegistry, httpMetrics, mongoCommandMetrics, queueDepthMetric } from '../common/metrics.js';
 import { createRedis } from '../common/redis.js';
 import { CreateAdmission } from './admission.js';
@@ -120,12 +120,14 @@ async function main(): Promise<void> {
       [
         ['results', () => results.close()],
         ...queueList.map((q): ShutdownStep => [`queue ${q.name}`, () => q.close()]),
-        ['redis (queues)', () => queueConnection.quit()],
-        ['redis', () => redis.quit()],
+        ['redis (queues)', () => closeRedis(queueConnection)],
+        ['redis', () => closeRedis(redis)],
         ['mongodb', () => mongo.client.close()],
         ['mongodb (health)', () => health.client.close()],
       ],
       logger,
+      // Redis out of reach (down, or never reached since the start): nothing waits on it.
+      () => queueConnection.status !== 'ready' || redis.status !== 'ready',
     );
     logger.info('api stopped');
     process.exit(0);

@@ -5,14 +5,53 @@ import type { Logger } from './logger.js';
 export type ShutdownStep = [name: string, run: () => Promise<unknown>];
 
 /** Runs every step in order, each on its own: one failing does not skip the rest. */
-export async function runShutdownSteps(steps: ShutdownStep[], logger: Logger): Promise<void> {
+/** How long Redis must stay unreachable before a step that waits on it is abandoned. */
+export const ABANDON_AFTER_MS = 3000;
+const POLL_MS = 250;
+
+/**
+ * Runs the steps in order, each on its own: a step that fails is logged and the next
+ * runs. `unreachable`: whether what the steps wait on (Redis) is out of reach now.
+ * While it is, a step cannot end (a queue's close, a worker's wait for its active
+ * jobs: those jobs cannot finish either, and their locks expire so that another
+ * process takes them again); once it has been for ABANDON_AFTER_MS, the step is
+ * abandoned and the next runs, so a SIGTERM always ends the process.
+ */
+export async function runShutdownSteps(steps: ShutdownStep[], logger: Logger, unreachable: () => boolean = () => false): Promise<void> {
+  // Over all the steps: once Redis has been out of reach long enough, each later step
+  // that finds it still so is abandoned at once.
+  let downSince: number | null = null;
+  const givenUp = () => {
+    if (!unreachable()) {
+      downSince = null;
+      return false;
+    }
+    downSince ??= Date.now();
+    return Date.now() - downSince >= ABANDON_AFTER_MS;
+  };
   for (const [name, run] of steps) {
+    let timer: NodeJS.Timeout | undefined;
+    const abandoned = new Promise<'abandoned'>((resolve) => {
+      if (givenUp()) resolve('abandoned');
+      timer = setInterval(() => {
+        if (givenUp()) resolve('abandoned');
+      }, POLL_MS);
+    });
     try {
-      await run();
+      const outcome = await Promise.race([run(), abandoned]);
+      if (outcome === 'abandoned') logger.warn({ step: name }, 'shutdown step abandoned: Redis unreachable');
     } catch (err) {
       logger.warn({ step: name, err: (err as Error).message }, 'shutdown step failed');
+    } finally {
+      clearInterval(timer);
     }
   }
+}
+
+/** A Redis client's end: QUIT when it is connected, else a disconnect (QUIT would wait for a connection). */
+export async function closeRedis(client: { status: string; quit(): Promise<unknown>; disconnect(): void }): Promise<void> {
+  if (client.status === 'ready') await client.quit();
+  else client.disconnect();
 }
 
 /** Calls `stop` on the first SIGTERM or SIGINT; later signals are ignored while it runs. */

@@ -12,7 +12,7 @@ import { createLogger, type Logger } from '../common/logger.js';
 import { connect, ensureIndexes, openMongo, untilDone } from '../common/mongo.js';
 import { createRedis } from '../common/redis.js';
 import { jitteredBackoff } from '../common/retry.js';
-import { runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
+import { closeRedis, runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { resolveStoreProfile, type StoreProfile } from '../common/store-profile.js';
 import { buildJobDeps, type JobDeps, type WorkerDeps, type WorkerRedis } from './deps.js';
 import { startWorkerMetrics } from './metrics.js';
@@ -62,6 +62,11 @@ function workerOptions(config: Config, connection: Redis) {
         type === WEBHOOK_BACKOFF ? deliveryBackoff(attemptsMade + priorAttempts(job), err) : cappedBackoff(attemptsMade),
     },
   };
+}
+
+/** BullMQ's connections are out of reach: its closes and the active jobs cannot end. */
+function redisUnreachable(redis: WorkerRedis): boolean {
+  return redis.queues.status !== 'ready' || redis.workers.status !== 'ready';
 }
 
 export async function startWorker(deps: WorkerDeps): Promise<Running> {
@@ -117,6 +122,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
           ['outbox releases', () => pending.close()],
         ],
         logger,
+        () => redisUnreachable(deps.redis),
       );
     },
   };
@@ -167,7 +173,7 @@ async function main(): Promise<void> {
     await running.close();
     await runShutdownSteps(
       [
-        ...Object.entries(redis).map(([name, client]): ShutdownStep => [`redis (${name})`, () => client.quit()]),
+        ...Object.entries(redis).map(([name, client]): ShutdownStep => [`redis (${name})`, () => closeRedis(client)]),
         ['mongodb', () => mongo.client.close()],
       ],
       logger,
