@@ -16,7 +16,7 @@ import { openQueues, revocationsChannel } from '../common/jobs.js';
 import { createLogger, logQueueErrors } from '../common/logger.js';
 import { connect, ensureIndexes, openMongo, untilDone } from '../common/mongo.js';
 import { closeRedis, runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
-import { createRegistry, httpMetrics, mongoCommandMetrics, queueDepthMetric } from '../common/metrics.js';
+import { createRegistry, httpMetrics, jobTallyKey, mongoCommandMetrics, queueDepthMetric, sharedJobMetrics } from '../common/metrics.js';
 import { createRedis } from '../common/redis.js';
 import { CreateAdmission } from './admission.js';
 import { createApi } from './app.js';
@@ -55,6 +55,7 @@ async function main(): Promise<void> {
   const registry = createRegistry('api');
   const http = httpMetrics(registry);
   queueDepthMetric(registry, queueList);
+  sharedJobMetrics(registry, redis, jobTallyKey(config.queuePrefix));
   mongoCommandMetrics(registry, mongo.client);
   const deps: AppDeps = {
     config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,

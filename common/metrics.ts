@@ -5,7 +5,7 @@
  */
 import type { Job, Queue } from 'bullmq';
 import type { CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent, MongoClient } from 'mongodb';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 
 /** Seconds; from a cached read (~1 ms) to a create that waited for its job. */
 const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -195,4 +195,148 @@ export function mongoCommandMetrics(registry: Registry, client: MongoClient): vo
   };
   client.on('commandSucceeded', done);
   client.on('commandFailed', done);
+}
+
+/** The Redis hash where every worker adds its job tallies, read by the api's `/metrics`. */
+export function jobTallyKey(prefix: string): string {
+  return `${prefix}:job-tallies`;
+}
+
+/** One tally's place in the hash: what it counts, then its labels. */
+type TallyField = ['bucket', string, string, JobOutcome, string] | ['sum' | 'count', string, string, JobOutcome] | ['failures', string, string];
+
+/** What a Redis client needs to add the tallies: one pipeline per flush. */
+export interface TallyWriter {
+  pipeline(): { hincrby(key: string, field: string, by: number): unknown; hincrbyfloat(key: string, field: string, by: number): unknown; exec(): Promise<unknown> };
+}
+
+/**
+ * The job durations and failures of one worker process, added up in memory and added
+ * to a Redis hash shared by every worker (`flush`, once a second), so that the api's
+ * `/metrics` reports the jobs of all workers together (`sharedJobMetrics`): a scrape
+ * of the api sees them without reaching any worker. The hash holds sums, so a
+ * restarted worker takes nothing back; a flush that fails is kept for the next one,
+ * and what a killed worker had not flushed (at most a second) is lost.
+ */
+export class JobTally {
+  private pending = new Map<string, number>();
+
+  constructor(
+    private readonly key: string,
+    private readonly redis: TallyWriter,
+  ) {}
+
+  observe(queue: string, job: Job, outcome: JobOutcome): void {
+    const started = job.processedOn;
+    if (started !== undefined) {
+      const seconds = Math.max(0, (job.finishedOn ?? Date.now()) - started) / 1000;
+      const le = JOB_BUCKETS.find((bound) => seconds <= bound);
+      this.add(['bucket', queue, job.name, outcome, le === undefined ? '+Inf' : String(le)], 1);
+      this.add(['sum', queue, job.name, outcome], seconds);
+      this.add(['count', queue, job.name, outcome], 1);
+    }
+    if (outcome === 'failed') this.add(['failures', queue, job.name], 1);
+  }
+
+  /** Adds what was observed since the last flush to the hash; what fails is kept. */
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    const pipeline = this.redis.pipeline();
+    for (const [field, by] of batch) {
+      if (field.startsWith('["sum"')) pipeline.hincrbyfloat(this.key, field, by);
+      else pipeline.hincrby(this.key, field, by);
+    }
+    try {
+      const results = (await pipeline.exec()) as Array<[Error | null, unknown]> | null;
+      const failed = results?.find(([err]) => err)?.[0];
+      if (failed) throw failed;
+    } catch (err) {
+      // Kept whole for the next flush: a pipeline that failed part-way is rare
+      // (a Redis restart between two commands) and counts its head twice.
+      for (const [field, by] of batch) this.pending.set(field, (this.pending.get(field) ?? 0) + by);
+      throw err;
+    }
+  }
+
+  private add(field: TallyField, by: number): void {
+    const name = JSON.stringify(field);
+    this.pending.set(name, (this.pending.get(name) ?? 0) + by);
+  }
+}
+
+/** What a Redis client needs to read the tallies. */
+export interface TallyReader {
+  hgetall(key: string): Promise<Record<string, string>>;
+}
+
+type SeriesValue = { value: number; labels: Record<string, string | number>; metricName?: string };
+
+/**
+ * `bullmq_job_duration_seconds` and `bullmq_job_failures_total` on the api, for the
+ * jobs of every worker together, read from the tallies' hash on each scrape (left out
+ * of a scrape when Redis does not answer within 2 s, like the queue depth), labelled
+ * `service="worker"`. The same names as a worker's own listener (`METRICS_PORT`),
+ * which counts that worker alone: scrape jobs from one or the other, not both.
+ */
+export function sharedJobMetrics(registry: Registry, redis: TallyReader, key: string): void {
+  const parsed = async () => {
+    const hash = (await withTimeout(redis.hgetall(key), QUEUE_COUNT_TIMEOUT_MS).catch(() => null)) ?? {};
+    return Object.entries(hash).flatMap(([field, raw]) => {
+      try {
+        const parts = JSON.parse(field) as TallyField;
+        const value = Number(raw);
+        return Array.isArray(parts) && Number.isFinite(value) ? [{ parts, value }] : [];
+      } catch {
+        return [];
+      }
+    });
+  };
+  registry.registerMetric(
+    sharedMetric('bullmq_job_duration_seconds', 'Processing time of one job attempt, by queue, job name and outcome: every worker together.', 'histogram', async () => {
+      const series = new Map<string, { labels: Record<string, string>; buckets: Map<string, number>; sum: number; count: number }>();
+      for (const { parts, value } of await parsed()) {
+        if (parts[0] === 'failures') continue;
+        const [kind, queue, name, outcome] = parts;
+        const id = JSON.stringify([queue, name, outcome]);
+        let s = series.get(id);
+        if (!s) series.set(id, (s = { labels: { service: 'worker', queue, name, outcome }, buckets: new Map(), sum: 0, count: 0 }));
+        if (kind === 'bucket') s.buckets.set(parts[4], value);
+        else if (kind === 'sum') s.sum = value;
+        else s.count = value;
+      }
+      const values: SeriesValue[] = [];
+      for (const { labels, buckets, sum, count } of series.values()) {
+        let cumulative = 0;
+        for (const le of [...JOB_BUCKETS.map(String), '+Inf']) {
+          cumulative += buckets.get(le) ?? 0;
+          values.push({ metricName: 'bullmq_job_duration_seconds_bucket', labels: { ...labels, le }, value: cumulative });
+        }
+        values.push({ metricName: 'bullmq_job_duration_seconds_sum', labels, value: sum });
+        values.push({ metricName: 'bullmq_job_duration_seconds_count', labels, value: count });
+      }
+      return values;
+    }),
+  );
+  registry.registerMetric(
+    sharedMetric('bullmq_job_failures_total', 'Failed job attempts (retried or final), by queue and job name: every worker together.', 'counter', async () =>
+      (await parsed()).flatMap(({ parts, value }) => (parts[0] === 'failures' ? [{ labels: { service: 'worker', queue: parts[1], name: parts[2] }, value }] : [])),
+    ),
+  );
+}
+
+/** A metric whose values are computed at each scrape, in the shape prom-client's registry formats. */
+function sharedMetric(name: string, help: string, type: 'histogram' | 'counter', values: () => Promise<SeriesValue[]>): Metric {
+  const metric = {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    async get() {
+      return { name, help, type, aggregator: 'sum', values: await values() };
+    },
+    reset() {},
+  };
+  return metric as unknown as Metric;
 }

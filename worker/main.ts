@@ -15,7 +15,7 @@ import { jitteredBackoff } from '../common/retry.js';
 import { closeRedis, runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { resolveStoreProfile, type StoreProfile } from '../common/store-profile.js';
 import { buildJobDeps, type JobDeps, type WorkerDeps, type WorkerRedis } from './deps.js';
-import { startWorkerMetrics } from './metrics.js';
+import { startJobTally, startWorkerMetrics } from './metrics.js';
 import { writesRoutes, eventsRoutes, intentsRoutes, maintenanceRoutes, routeJobs, webhooksRoutes } from './routes.js';
 import { scheduleHousekeeping } from './schedules.js';
 import { priorAttempts } from './webhooks/first-attempt.js';
@@ -101,6 +101,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
     logger,
   });
   const metrics = await startWorkerMetrics(config, logger, workers, first, deps.mongo.client);
+  const tally = startJobTally(redis.commands, config.queuePrefix, workers, logger);
   logStarted(logger, config, storeProfile, jobs);
 
   return {
@@ -119,6 +120,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
           ['intents queue', () => jobs.intentsQueue.close()],
           ['writes queue', () => jobs.writesQueue.close()],
           ['metrics', () => metrics.close()],
+          ['job tallies', () => tally.close()],
           ['outbox releases', () => pending.close()],
         ],
         logger,

@@ -10,7 +10,7 @@ import type { Worker } from 'bullmq';
 import type { Config } from '../common/config.js';
 import type { Logger } from '../common/logger.js';
 import type { MongoClient } from 'mongodb';
-import { createRegistry, firstAttemptMetric, jobMetrics, mongoCommandMetrics } from '../common/metrics.js';
+import { createRegistry, firstAttemptMetric, jobMetrics, JobTally, jobTallyKey, mongoCommandMetrics, type TallyWriter } from '../common/metrics.js';
 
 export interface WorkerMetrics {
   close(): Promise<void>;
@@ -72,5 +72,33 @@ export async function startWorkerMetrics(
         server.close(() => resolve());
         server.closeAllConnections();
       }),
+  };
+}
+
+/** How often a worker adds its job tallies to the hash the api reads. */
+const TALLY_FLUSH_MS = 1000;
+
+/**
+ * Feeds the job durations and failures of `workers` to the shared tallies that the
+ * api's `/metrics` reports (common/metrics.ts `JobTally`), whatever `METRICS_PORT` is.
+ * `close` adds what is left, once, after the workers have closed.
+ */
+export function startJobTally(redis: TallyWriter, prefix: string, workers: Worker[], logger: Logger): { close(): Promise<void> } {
+  const tally = new JobTally(jobTallyKey(prefix), redis);
+  for (const worker of workers) {
+    worker.on('completed', (job) => tally.observe(worker.name, job, 'completed'));
+    worker.on('failed', (job) => {
+      if (job) tally.observe(worker.name, job, 'failed');
+    });
+  }
+  const flush = () =>
+    tally.flush().catch((err: Error) => logger.debug({ err: err.message }, 'job tallies not flushed: kept for the next flush'));
+  const timer = setInterval(flush, TALLY_FLUSH_MS);
+  timer.unref();
+  return {
+    async close() {
+      clearInterval(timer);
+      await flush();
+    },
   };
 }

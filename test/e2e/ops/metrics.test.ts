@@ -1,5 +1,6 @@
 // Prometheus metrics: the api's /metrics (requests by route template and status,
-// queue depth by state, process metrics) and a worker's listener on METRICS_PORT
+// queue depth by state, the job durations and failures of every worker, process
+// metrics) and a worker's listener on METRICS_PORT
 // (job durations and failures by job name, process metrics).
 
 import test from 'ava';
@@ -167,6 +168,31 @@ test.serial('a worker counts the webhook first attempts it makes in place, which
   t.is(value(samples, 'webhook_first_attempts_total', { outcome: 'failed', service: 'worker' }), 1);
   t.is(value(samples, 'webhook_first_attempts_total', { outcome: 'deferred', service: 'worker' }), 0);
   t.is(value(samples, 'bullmq_job_duration_seconds_count', { queue: 'webhooks' }), 0, 'no delivery job ran yet: the retry waits');
+});
+
+test.serial('the api reports the job durations and failures of every worker together', async (t) => {
+  // A second worker, without a listener of its own: its jobs reach the api's /metrics too.
+  await service.startWorker();
+  const completed = { queue: 'writes', name: 'payment_intent.create.v1', outcome: 'completed', service: 'worker' };
+  const apiSamples = async () => parseMetrics(await (await fetch(`${service.baseUrl}/metrics`)).text());
+  const before = value(await apiSamples(), 'bullmq_job_duration_seconds_count', completed);
+  const creates = 8;
+  await Promise.all(
+    Array.from({ length: creates }, async () => t.is((await service.request('POST', '/v1/payment_intents', { key, body: { amount: 700 } })).status, 200)),
+  );
+  let samples: Sample[] = [];
+  for (let i = 0; i < 100; i++) {
+    samples = await apiSamples();
+    if (value(samples, 'bullmq_job_duration_seconds_count', completed) >= before + creates) break;
+    await sleep(50);
+  }
+  t.is(value(samples, 'bullmq_job_duration_seconds_count', completed), before + creates);
+  t.is(value(samples, 'bullmq_job_duration_seconds_bucket', { ...completed, le: '+Inf' }), before + creates);
+  t.true(value(samples, 'bullmq_job_duration_seconds_sum', completed) > 0);
+  // The failed attempt of the test above, made by the first worker.
+  t.is(value(samples, 'bullmq_job_failures_total', { queue: 'writes', name: 'test.unknown.v1', service: 'worker' }), 1);
+  t.is(value(samples, 'bullmq_job_duration_seconds_count', { queue: 'writes', name: 'test.unknown.v1', outcome: 'failed' }), 1);
+  t.is(value(samples, 'bullmq_job_failures_total', { name: 'payment_intent.create.v1' }), 0);
 });
 
 test.serial("a worker's listener answers /healthz, and 404 elsewhere", async (t) => {
