@@ -1,6 +1,7 @@
 // npm start: install and build when needed, start local Redis and FerretDB
 // (data in ./.data) unless REDIS_URL / MONGODB_URL are set, then one api and
-// one worker. Ctrl-C stops everything.
+// one worker. Ctrl-C stops everything: the api first, then the worker, then the servers.
+// NPM_START_DATA_DIR names another data directory than .data/ (the tests use it).
 
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -21,7 +22,7 @@ import {
 } from './stack.mjs';
 import { clearServiceEnv, recordServiceEnv } from './lib/service-env.mjs';
 
-const DATA_DIR = path.join(ROOT, '.data');
+const DATA_DIR = process.env.NPM_START_DATA_DIR || path.join(ROOT, '.data');
 const STOP_TIMEOUT_MS = 15_000;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -185,24 +186,29 @@ function launch(name, script) {
 async function shutdown(exitCode = 0) {
   if (shuttingDown) return shuttingDown;
   shuttingDown = (async () => {
-    say('stopping api and worker');
-    for (const { child } of children) {
-      try {
-        child.kill('SIGTERM');
-      } catch {
-        // gone
-      }
-    }
-    const killTimer = setTimeout(() => {
-      for (const { name, child } of children) {
-        if (child.exitCode === null && child.signalCode === null) {
-          say(`${name} did not stop within ${STOP_TIMEOUT_MS / 1000} s: killing it`);
-          child.kill('SIGKILL');
+    // The api first: its requests in flight wait for jobs that the worker, still
+    // running, finishes. Then the worker, which finishes its active jobs.
+    for (const name of ['api', 'worker']) {
+      const stopping = children.filter((c) => c.name === name);
+      say(`stopping the ${name}`);
+      for (const { child } of stopping) {
+        try {
+          child.kill('SIGTERM');
+        } catch {
+          // gone
         }
       }
-    }, STOP_TIMEOUT_MS);
-    await Promise.all(children.map((c) => c.exited));
-    clearTimeout(killTimer);
+      const killTimer = setTimeout(() => {
+        for (const { child } of stopping) {
+          if (child.exitCode === null && child.signalCode === null) {
+            say(`${name} did not stop within ${STOP_TIMEOUT_MS / 1000} s: killing it`);
+            child.kill('SIGKILL');
+          }
+        }
+      }, STOP_TIMEOUT_MS);
+      await Promise.all(stopping.map((c) => c.exited));
+      clearTimeout(killTimer);
+    }
     if (stack) {
       say('stopping local servers');
       await stack.stop();
