@@ -69,7 +69,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     if (deps.started && !deps.started()) throw errors.serviceUnavailable();
     // Before any read of MongoDB: a request refused for load must add none.
     const refusal = deps.admission?.refusal(key) ?? null;
-    if (refusal !== null) throw errors.serviceUnavailable(refusal);
+    if (refusal !== null && !(await retriesQueuedJob(deps, spec, ticket))) throw errors.serviceUnavailable(refusal);
     await spec.precheck?.();
     const claimed = await ticket.claim();
     if (claimed) return sendAnswer(ctx, { ...claimed, replayed: true });
@@ -113,9 +113,8 @@ async function runJob<N extends RequestJobName, Input>(
   const options = ticket.idempotency || spec.removeOnComplete ? { ...CREATE_JOB_OPTIONS, jobId, removeOnComplete: true } : { ...CREATE_JOB_OPTIONS, jobId };
   // The endpoint test goes to the delivery machinery's queue, first in line there
   // (deliveries waiting for slots must not make the caller's wait time out).
-  const toWebhooks = requestQueue(spec.jobName) === 'webhooks';
-  const queue = toWebhooks ? deps.queues.webhooks : deps.queues.writes;
-  const jobOptions = toWebhooks ? { ...options, lifo: true } : options;
+  const queue = queueOf(deps, spec);
+  const jobOptions = queue === deps.queues.webhooks ? { ...options, lifo: true } : options;
   // The name and data agree by CreateSpec's types; the queue is the name's own.
   const enqueue = () => (queue as unknown as Queue).add(spec.jobName, data, jobOptions);
   // Run when the results' subscription is back after Redis went away: the answer may
@@ -136,6 +135,22 @@ async function runJob<N extends RequestJobName, Input>(
     throw err;
   }
   return waiting.result(deps.config.createTimeoutMs);
+}
+
+function queueOf<N extends RequestJobName, Input>(deps: AppDeps, spec: CreateSpec<N, Input>) {
+  return requestQueue(spec.jobName) === 'webhooks' ? deps.queues.webhooks : deps.queues.writes;
+}
+
+/**
+ * Whether a keyed request retries a job still queued: its first request got 503
+ * `processing_timeout` and freed the key, and the job goes on. The retry waits for
+ * that job and adds nothing to the backlog, so admission does not refuse it; it gets
+ * the job's answer, or `processing_timeout` again.
+ */
+async function retriesQueuedJob<N extends RequestJobName, Input>(deps: AppDeps, spec: CreateSpec<N, Input>, ticket: Ticket): Promise<boolean> {
+  if (!ticket.idempotency) return false;
+  const state = await (queueOf(deps, spec) as unknown as Queue).getJobState(ticket.jobId('')).catch(() => 'unknown');
+  return ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'].includes(state);
 }
 
 /** The request as it was read, for the replays before routing; none before its body was read. */

@@ -1,8 +1,9 @@
 /**
  * Admission control: while the writes queue holds a job that has waited longer
  * than the api's wait allows, a new create is refused at once (503
- * service_unavailable, Retry-After) and leaves nothing behind; once the queue
- * drains, creates are admitted again.
+ * service_unavailable, Retry-After) and leaves nothing behind, except a keyed retry
+ * of a create whose job is still queued; once the queue drains, creates are admitted
+ * again.
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
@@ -31,6 +32,12 @@ test('a create the queue cannot serve in time is refused at once with 503 and Re
   });
   t.is(refused.body.error.type, 'api_error');
   t.true(Number(refused.headers.get('retry-after')) >= 1);
+
+  // A retry of the create that timed out adds nothing to the backlog: it is not refused,
+  // it waits for its job, still queued, and times out again.
+  const retried = await service.request('POST', PI, { key, body: { amount: 1 }, headers: { 'Idempotency-Key': 'stuck' } });
+  t.is(retried.status, 503, retried.text);
+  t.is(retried.body.error.code, 'processing_timeout', 'the retry attached to its queued job');
 
   // Refused: nothing enqueued, no key locked, so the same key is free for a retry.
   const third = await service.request('POST', PI, { key, body: { amount: 3 }, headers: { 'Idempotency-Key': 'third' } });
