@@ -1,16 +1,37 @@
+import { randomBytes } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { errors } from '../../common/errors.js';
 import { handedOnOf, type AppDeps, type State } from '../context.js';
 
 /**
- * Counts a request against its key's limit: a fixed one-second window per API key,
- * counted in Redis so that every api process shares it. True past the limit.
+ * Lua: the key's requests of the last second, a sorted set of their times. A request
+ * is counted only when fewer than the limit came in the second before it, so no span
+ * of one second ever holds more than the limit, wherever it starts (a fixed window
+ * per clock second let twice the limit through across a boundary), and a client that
+ * keeps sending past the limit still gets the limit through each second. Returns 1
+ * when over the limit.
+ */
+const COUNT = `
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 1000)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 1 end
+redis.call('ZADD', KEYS[1], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], 1000)
+return 0`;
+
+let sequence = 0;
+/** Tells apart the requests this process counts within one millisecond. */
+const processTag = randomBytes(6).toString('base64url');
+
+/**
+ * Counts a request against its key's limit: at most `RATE_LIMIT_PER_SECOND` in any
+ * second, counted in Redis so that every api process shares it. True past the limit.
  */
 export async function overRateLimit(deps: Pick<AppDeps, 'config' | 'redis' | 'now'>, keyId: string): Promise<boolean> {
-  const second = Math.floor(deps.now() / 1000);
-  const redisKey = `${deps.config.queuePrefix}:rl:${keyId}:${second}`;
-  const replies = await deps.redis.multi().incr(redisKey).pexpire(redisKey, 2000).exec();
-  return Number(replies?.[0]?.[1] ?? 0) > deps.config.rateLimitPerSecond;
+  const redisKey = `${deps.config.queuePrefix}:rl:${keyId}`;
+  sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER;
+  const over = await deps.redis.eval(COUNT, 1, redisKey, deps.now(), deps.config.rateLimitPerSecond, `${processTag}:${sequence}`);
+  return Number(over) === 1;
 }
 
 /**

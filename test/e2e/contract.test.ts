@@ -8,7 +8,7 @@ import test from 'ava';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../../common/jobs.js';
 import { DECLINE_CODES } from '../../common/lifecycle.js';
-import { Service, uniqueName, type ApiResponse } from '../helpers/service.js';
+import { Service, sleep, uniqueName, type ApiResponse } from '../helpers/service.js';
 
 let service: Service;
 
@@ -437,6 +437,24 @@ test('the CLI issues a key that works against the api', async (t) => {
   const stored = await db.collection('api_keys').findOne({ _id: issued.id });
   t.truthy(stored);
   t.false(JSON.stringify(stored).includes(issued.secret), 'the key is stored hashed');
+});
+
+test('the rate limit holds in any one second, across a clock second too, and lets the limit through again a second later', async (t) => {
+  const other = await service.startExtraApi({ RATE_LIMIT_PER_SECOND: '5' });
+  const key = await service.issueKey('sliding');
+  const burst = () => Promise.all(Array.from({ length: 5 }, () => service.request('GET', PI, { key, baseUrl: other.baseUrl })));
+  // The first five late in a clock second, the next five early in the one after: a
+  // window per clock second would let all ten through.
+  await sleep(1700 - (Date.now() % 1000));
+  const started = Date.now();
+  const first = await burst();
+  t.deepEqual(first.map((r) => r.status), [200, 200, 200, 200, 200]);
+  await sleep(Math.max(0, started + 500 - Date.now()));
+  const second = await burst();
+  t.deepEqual(second.map((r) => r.status), [429, 429, 429, 429, 429], 'less than a second after five, none more');
+  await sleep(1100);
+  const third = await burst();
+  t.deepEqual(third.map((r) => r.status), [200, 200, 200, 200, 200], 'refused requests are not counted: a second later all five pass');
 });
 
 test('rate limiting is per key and answers 429 with Retry-After', async (t) => {
