@@ -137,12 +137,15 @@ export const errors = {
     new ApiError('method_not_allowed', `The method ${method} is not allowed on this path; allowed: ${allowed.join(', ')}.`, undefined, {
       Allow: allowed.join(', '),
     }),
-  /** `basic`: the scheme also takes the key as the HTTP Basic user name (`/v1`; the admin API is Bearer only). */
-  apiKeyMissing: (basic = false) =>
+  /** On `/v1`: the secret key, as Bearer or as the HTTP Basic user name. */
+  apiKeyMissing: () =>
     new ApiError(
       'api_key_missing',
-      `You did not provide an API key. Provide it in the Authorization header, as \`Bearer sk_...\`${basic ? ', or as the user name of HTTP Basic auth (`curl -u sk_...:`)' : ''}.`,
+      'You did not provide an API key. Provide it in the Authorization header, as `Bearer sk_...`, or as the user name of HTTP Basic auth (`curl -u sk_...:`).',
     ),
+  /** On the admin API: the operator's `ADMIN_TOKEN`, as Bearer only. */
+  adminTokenMissing: () =>
+    new ApiError('api_key_missing', 'You did not provide the admin token. Provide it in the Authorization header, as `Bearer $ADMIN_TOKEN`.'),
   apiKeyInvalid: () => new ApiError('api_key_invalid', 'Invalid API key provided.'),
   bodyTooLarge: (limit: number) => new ApiError('body_too_large', `The request body is larger than ${limit} bytes.`),
   contentTypeInvalid: (accepted: readonly string[] = ['application/json', 'application/x-www-form-urlencoded']) =>

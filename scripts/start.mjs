@@ -23,6 +23,9 @@ import {
 import { clearServiceEnv, recordServiceEnv } from './lib/service-env.mjs';
 
 const DATA_DIR = process.env.NPM_START_DATA_DIR || path.join(ROOT, '.data');
+// How the messages name it: `.data` in the checkout, the whole path elsewhere.
+const relativeDataDir = path.relative(process.cwd(), DATA_DIR);
+const DATA_SHOWN = relativeDataDir.startsWith('..') || path.isAbsolute(relativeDataDir) ? DATA_DIR : relativeDataDir;
 const STOP_TIMEOUT_MS = 15_000;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -131,7 +134,7 @@ let stack = null;
 let redisUrl = process.env.REDIS_URL || null;
 let mongoUrl = process.env.MONGODB_URL || null;
 if (!redisUrl || !mongoUrl) {
-  say(`starting local ${[!redisUrl && 'Redis', !mongoUrl && 'FerretDB'].filter(Boolean).join(' and ')} (data in .data/)`);
+  say(`starting local ${[!redisUrl && 'Redis', !mongoUrl && 'FerretDB'].filter(Boolean).join(' and ')} (data in ${DATA_SHOWN}/)`);
   try {
     stack = await startStack({ dataDir: DATA_DIR, persistent: true, redis: !redisUrl, mongo: !mongoUrl });
   } catch (error) {
@@ -250,12 +253,12 @@ if (!shuttingDown) {
   const lines = [
     '',
     `  Payments API     ${baseUrl}${ready ? '' : '   (not ready yet: see /readyz)'}`,
-    `  Test API key     ${testKey ?? '(none: see above)'}${testKey ? '   (kept in .data/default-test-key)' : ''}`,
+    `  Test API key     ${testKey ?? '(none: see above)'}${testKey ? `   (kept in ${DATA_SHOWN}/default-test-key)` : ''}`,
     `  Admin token      ${env.ADMIN_TOKEN}`,
     `  Queue dashboard  ${baseUrl}/admin/queues`,
     `  Webhooks         ${allowPrivateTargets === 'true' ? 'test mode may reach local and private addresses (WEBHOOK_ALLOW_PRIVATE_TARGETS=true)' : 'public addresses only'}`,
-    `  Redis            ${redisUrl}${stack?.redisUrl ? ' (local, .data/redis)' : ''}`,
-    `  MongoDB          ${mongoUrl}${stack?.mongoUrl ? ' (local FerretDB, .data/ferretdb)' : ''}`,
+    `  Redis            ${redisUrl}${stack?.redisUrl ? ` (local, ${DATA_SHOWN}/redis)` : ''}`,
+    `  MongoDB          ${mongoUrl}${stack?.mongoUrl ? ` (local FerretDB, ${DATA_SHOWN}/ferretdb)` : ''}`,
     '',
     `  Try: curl ${baseUrl}/v1/payment_intents -u ${testKey ?? 'sk_test_...'}:`,
     '  Ctrl-C stops everything.',

@@ -18,7 +18,7 @@ export function adminAuth(adminToken: string | null): Middleware<State> {
     const expected = adminToken;
     if (!expected) throw errors.routeNotFound(ctx.method, ctx.path);
     const match = /^Bearer +(\S+) *$/i.exec(ctx.get('Authorization'));
-    if (!match) throw errors.apiKeyMissing();
+    if (!match) throw errors.adminTokenMissing();
     if (!tokenMatches(match[1] as string, expected)) throw errors.apiKeyInvalid();
     await next();
   };

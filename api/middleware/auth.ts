@@ -26,7 +26,7 @@ export function keyOf(header: string): string | null {
 export function authenticate(deps: AppDeps): Middleware<State> {
   return async (ctx, next) => {
     const given = keyOf(ctx.get('Authorization'));
-    if (given === null) throw errors.apiKeyMissing(true);
+    if (given === null) throw errors.apiKeyMissing();
     const key = await deps.keys.lookup(given);
     if (!key) throw errors.apiKeyInvalid();
     ctx.state.key = key;

@@ -340,7 +340,10 @@ test('ending_before pages towards newer objects, still listed newest first', asy
 
 test('admin API: issues, lists and revokes keys; a revoked key is refused at once by every api process', async (t) => {
   const admin = { Authorization: `Bearer ${service.adminToken}` };
-  assertError(t, await service.request('GET', '/admin/v1/api_keys'), 401, 'api_key_missing');
+  const missing = await service.request('GET', '/admin/v1/api_keys');
+  assertError(t, missing, 401, 'api_key_missing');
+  t.regex(missing.body.error.message, /admin token/, 'the admin API asks for its own credential, not an sk_ key');
+  t.notRegex(missing.body.error.message, /sk_/);
   assertError(t, await service.request('GET', '/admin/v1/api_keys', { headers: { Authorization: 'Bearer wrong-token-wrong-token' } }), 401, 'api_key_invalid');
   assertError(t, await service.request('POST', '/admin/v1/api_keys', { headers: admin, body: { project: 'Bad Name' } }), 400, 'parameter_invalid', 'project');
   assertError(t, await service.request('POST', '/admin/v1/api_keys', { headers: admin, body: {} }), 400, 'parameter_missing', 'project');

@@ -55,6 +55,7 @@ test('Ctrl-C answers the creates in flight before the worker stops, then exits 0
   for (let i = 0; i < 600 && !/Test API key\s+sk_test_/.test(stdout); i++) await sleep(100);
   const key = /Test API key\s+(sk_test_\S+)/.exec(stdout)?.[1];
   t.truthy(key, `npm start printed no test key:\n${stdout}\n${stderr}`);
+  t.true(stdout.includes(`(kept in ${dataDir}/default-test-key)`), 'the banner names the data directory in use');
 
   const creates = Array.from({ length: 40 }, (_, i) =>
     fetch(`http://127.0.0.1:${port}/v1/payment_intents`, {
