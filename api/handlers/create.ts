@@ -57,7 +57,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     const encoding = ctx.state.bodyEncoding ?? 'json';
 
     // 1. Begin: the key's recorded answer to replay, or this request's ticket.
-    const begun = await idempotency.begin(key, parseIdempotencyKey(ctx.headers['idempotency-key']), ctx.method, ctx.path, body, encoding, sentRequest(ctx));
+    const begun = await idempotency.begin(key, parseIdempotencyKey(ctx.req.headersDistinct['idempotency-key']), ctx.method, ctx.path, body, encoding, sentRequest(ctx));
     if ('replay' in begun) return sendAnswer(ctx, { ...begun.replay, replayed: true });
     const { ticket } = begun;
 

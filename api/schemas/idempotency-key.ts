@@ -5,12 +5,14 @@ export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 const KEY = new RegExp(`^[\\x20-\\x7e]{1,${IDEMPOTENCY_KEY_MAX_LENGTH}}$`);
 
 /**
- * The `Idempotency-Key` header: null when absent, else 1…255 printable ASCII
- * characters. An empty value, a repeated header (an array) or any other character
- * is `idempotency_key_invalid`.
+ * The `Idempotency-Key` header, from each of its lines as sent (Node's
+ * `headersDistinct`, which does not join repeats with ", "): null when absent, else
+ * 1…255 printable ASCII characters. An empty value, a header sent twice or any other
+ * character is `idempotency_key_invalid`.
  */
-export function parseIdempotencyKey(header: string | string[] | undefined): string | null {
-  if (header === undefined) return null;
-  if (typeof header !== 'string' || !KEY.test(header)) throw errors.idempotencyKeyInvalid();
+export function parseIdempotencyKey(lines: string[] | undefined): string | null {
+  if (lines === undefined) return null;
+  const [header] = lines;
+  if (lines.length !== 1 || header === undefined || !KEY.test(header)) throw errors.idempotencyKeyInvalid();
   return header;
 }

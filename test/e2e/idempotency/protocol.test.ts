@@ -1,6 +1,7 @@
 /**
  * Idempotency keys (DESIGN.md section 4), black-box: one api, two workers.
  */
+import http from 'node:http';
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
@@ -127,6 +128,33 @@ test('bad keys are 400 idempotency_key_invalid and leave nothing behind', async 
   }
   const longest = await e2e.service.request('POST', PI, { key, body: { amount: 5 }, headers: { 'Idempotency-Key': '~'.repeat(255) } });
   t.is(longest.status, 200, 'a 255-character printable key is fine');
+  t.is(await count('payment_intents', project), 1);
+});
+
+test('an Idempotency-Key header sent twice is 400 idempotency_key_invalid, not one key joined from both', async (t) => {
+  const project = uniqueName('twokeys');
+  const key = await e2e.service.issueKey(project);
+  // fetch would send the two as one line; node:http sends each line as given.
+  const post = (keys: string[]) =>
+    new Promise<{ status: number; body: { error?: { code: string } } }>((resolve, reject) => {
+      const req = http.request(`${e2e.service.baseUrl}${PI}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Idempotency-Key': keys },
+      });
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ amount: 6 }));
+    });
+  for (const keys of [['a1', 'b1'], ['a1', 'a1']]) {
+    const res = await post(keys);
+    t.is(res.status, 400, JSON.stringify(keys));
+    t.is(res.body.error?.code, 'idempotency_key_invalid');
+  }
+  t.is((await post(['a1, b1'])).status, 200, 'the joined text as one line is a key like any other');
   t.is(await count('payment_intents', project), 1);
 });
 
