@@ -64,6 +64,7 @@ const SHARED: Readonly<Record<string, Raise>> = {
   'string.maxCodePoints': ({ param, context }) =>
     new ApiError('parameter_invalid_string', `Invalid ${param}: it must be at most ${String(context.limit)} characters long.`, param),
   'string.nul': ({ param }) => new ApiError('parameter_invalid_string', `Invalid ${param}: it must not contain NUL characters.`, param),
+  'string.surrogate': ({ param }) => new ApiError('parameter_invalid_string', `Invalid ${param}: it must be valid Unicode text (it has a lone surrogate).`, param),
   'boolean.base': ({ param, value }) =>
     new ApiError('parameter_invalid_boolean', `Invalid boolean: ${describeValue(value)}. The ${param} parameter must be true or false.`, param),
   'metadata.invalid': ({ param, context }) => {

@@ -28,8 +28,8 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 export interface ContractString extends StringSchema {
   /** At most `limit` code points (`string.maxCodePoints`, context `limit`). */
   maxCodePoints(limit: number): this;
-  /** No NUL character (`string.nul`). */
-  noNul(): this;
+  /** Text the stores keep as it is: no NUL character (`string.nul`), no lone surrogate (`string.surrogate`). */
+  storable(): this;
 }
 
 export interface ContractJoi extends Omit<BaseJoi.Root, 'string'> {
@@ -43,6 +43,15 @@ export interface ContractJoi extends Omit<BaseJoi.Root, 'string'> {
 
 type Schema = Record<string, unknown>;
 
+/**
+ * A UTF-16 surrogate without its pair: JSON can carry it (`"\\ud800"`), but UTF-8,
+ * and so BSON, cannot; the store would keep U+FFFD in its place, and a read would
+ * not give back what the create answered.
+ */
+export function hasLoneSurrogate(value: string): boolean {
+  return /\p{Cs}/u.test(value);
+}
+
 function metadataProblem(value: unknown): { member?: string; why: string } | null {
   if (!isPlainObject(value)) return { why: `expected an object of string values, got ${describeValue(value)}` };
   const keys = Object.keys(value);
@@ -51,10 +60,12 @@ function metadataProblem(value: unknown): { member?: string; why: string } | nul
     const keyLength = codePointLength(key);
     if (keyLength < 1 || keyLength > METADATA_KEY_MAX_LENGTH) return { member: key, why: `keys must be 1 to ${METADATA_KEY_MAX_LENGTH} characters long` };
     if (key.includes('\u0000')) return { member: key, why: 'keys must not contain NUL characters' };
+    if (hasLoneSurrogate(key)) return { member: key, why: 'keys must be valid Unicode text (no lone surrogate)' };
     const item = value[key];
     if (typeof item !== 'string') return { member: key, why: `values must be strings, got ${describeValue(item)}` };
     if (codePointLength(item) > METADATA_VALUE_MAX_LENGTH) return { member: key, why: `values must be at most ${METADATA_VALUE_MAX_LENGTH} characters long` };
     if (item.includes('\u0000')) return { member: key, why: 'values must not contain NUL characters' };
+    if (hasLoneSurrogate(item)) return { member: key, why: 'values must be valid Unicode text (no lone surrogate)' };
   }
   return null;
 }
@@ -76,12 +87,13 @@ export const Joi = BaseJoi.extend(
         // JSON Schema counts characters as code points already.
         jsonSchema: (rule: { args: { limit: number } }, schema: Schema) => ({ ...schema, maxLength: rule.args.limit }),
       },
-      noNul: {
+      storable: {
         method(this: StringSchema) {
-          return this.$_addRule('noNul');
+          return this.$_addRule('storable');
         },
         validate(value: string, helpers: CustomHelpers): string | ErrorReport {
-          return value.includes('\u0000') ? helpers.error('string.nul') : value;
+          if (value.includes('\u0000')) return helpers.error('string.nul');
+          return hasLoneSurrogate(value) ? helpers.error('string.surrogate') : value;
         },
       },
     },

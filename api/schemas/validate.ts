@@ -13,8 +13,8 @@ export const DESCRIPTION_MAX_LENGTH = 1000;
 /** A whole number, JSON's or a form's digits; beyond 2^53 too, so that a huge one is out of range rather than unsafe. */
 export const integer = () => Joi.number().integer().unsafe();
 
-/** `description`: at most 1000 code points without NUL, empty, or null. */
-export const description = () => Joi.string().allow(null, '').maxCodePoints(DESCRIPTION_MAX_LENGTH).noNul();
+/** `description`: at most 1000 code points without NUL or lone surrogate, empty, or null. */
+export const description = () => Joi.string().allow(null, '').maxCodePoints(DESCRIPTION_MAX_LENGTH).storable();
 
 /**
  * A non-empty array of distinct names from a catalog (`allowed_operators`,

@@ -191,6 +191,8 @@ const badPaymentIntents: Array<[string, Record<string, unknown>, string, string 
   ['a numeric currency', { amount: 5, currency: 840 }, 'parameter_invalid_string', 'currency'],
   ['a description over 1000 characters', { amount: 5, description: 'x'.repeat(1001) }, 'parameter_invalid_string', 'description'],
   ['a NUL in the description', { amount: 5, description: 'a\u0000b' }, 'parameter_invalid_string', 'description'],
+  ['a lone surrogate in the description', { amount: 5, description: 'a\ud800b' }, 'parameter_invalid_string', 'description'],
+  ['a lone surrogate in a metadata value', { amount: 5, metadata: { color: 'x\udc00' } }, 'metadata_invalid', 'metadata[color]'],
   ['51 metadata keys', { amount: 5, metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata_invalid', 'metadata'],
   ['a 41-character metadata key', { amount: 5, metadata: { ['k'.repeat(41)]: 'v' } }, 'metadata_invalid', `metadata[${'k'.repeat(41)}]`],
   ['a 501-character metadata value', { amount: 5, metadata: { color: 'x'.repeat(501) } }, 'metadata_invalid', 'metadata[color]'],
