@@ -12,7 +12,7 @@ export type FieldType = 'integer' | 'string' | 'boolean' | 'string_array' | 'met
 
 export interface FieldSpec {
   type: FieldType;
-  /** `null` is a value of the field (and, in a form, so is the empty string). */
+  /** `null` is a value of the field. (In a form, the empty string is null, but for a list or a map that is not nullable.) */
   nullable?: boolean;
   required?: boolean;
 }
@@ -50,11 +50,11 @@ const DECIMAL_INTEGER = /^-?[0-9]+$/;
 function coerceField(value: unknown, spec: FieldSpec): unknown {
   if (typeof value !== 'string') return value;
   if (value === '') {
-    if (spec.nullable) return null;
     // Stripe's way of saying "none": an empty list or map, which the field's check then judges.
-    if (spec.type === 'string_array') return [];
-    if (spec.type === 'metadata') return Object.create(null) as Record<string, never>;
-    return value;
+    if (spec.type === 'string_array' && !spec.nullable) return [];
+    if (spec.type === 'metadata' && !spec.nullable) return Object.create(null) as Record<string, never>;
+    // Null, the field's value or the error a JSON null gets (DESIGN.md section 8).
+    return null;
   }
   if (spec.type === 'integer' && DECIMAL_INTEGER.test(value)) return Number(value);
   if (spec.type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
@@ -65,8 +65,8 @@ function coerceField(value: unknown, spec: FieldSpec): unknown {
  * A form body's values are strings; this gives each known field the type its check
  * expects, when the string is an unambiguous spelling of one: an integer from plain
  * decimal digits only (`"5e3"`, `"5000.0"`, `"abc"` stay strings and are refused as
- * integers), a boolean from `true` or `false`, null from the empty string for a
- * nullable field (`[]` or `{}` for a list or map). Anything else is left as it is,
+ * integers), a boolean from `true` or `false`, null from the empty string (`[]` or
+ * `{}` for a list or map that null is not a value of). Anything else is left as it is,
  * so the field's check gives the error a JSON body with that value would get.
  * Unknown fields are left for `checkBody`. joi's own conversion is not used: it
  * reads `"5e3"`, `" 5 "` and `"5.0"` as 5000 and 5, and `"TRUE"` as true.

@@ -65,8 +65,16 @@ test('the empty string is null for a nullable field, an empty list for a list', 
   t.is(input.selected_operator, null);
   t.is(input.automatic_operator, true);
   refusesForm(t, 'amount=5&allowed_operators=', 'parameter_invalid_empty', 'allowed_operators');
-  refusesForm(t, 'amount=5&currency=', 'currency_invalid', 'currency');
   t.deepEqual(asForm('amount=5&metadata=').metadata, []);
+});
+
+test('the empty string of a field null is not a value of gets the error a JSON null gets', (t) => {
+  for (const field of ['currency', 'automatic_operator', 'expires_at']) {
+    const json = outcome(() => asJson({ amount: 5, [field]: null })) as { status?: number };
+    t.is(json.status, 400, field);
+    t.deepEqual(outcome(() => asForm(`amount=5&${field}=`)), json, field);
+  }
+  t.deepEqual(outcome(() => asForm('amount=')), outcome(() => asJson({ amount: null })));
 });
 
 test('a full body creates the same input from either encoding', (t) => {
