@@ -101,7 +101,7 @@ export function eventsRoutes({ dispatchDeps }: JobDeps): JobRoutes<'events'> {
 export function webhooksRoutes({ redeliveries, pending, deliverDeps, endpointDeps }: JobDeps): JobRoutes<'webhooks'> {
   return {
     [JOBS.deliverWebhook]: (job, token) => {
-      if (job.data.redelivery) return settleRedelivery(redeliveries, job, () => deliverWebhook(deliverDeps, job, token));
+      if (job.data.redelivery) return settleRedelivery(redeliveries, job, () => deliverWebhook(deliverDeps, job, token), pending);
       return settleDelivery(pending, job, () => deliverWebhook(deliverDeps, job, token));
     },
     [JOBS.testWebhookEndpoint]: (job) => testWebhookEndpoint(endpointDeps, job),

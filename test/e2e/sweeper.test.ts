@@ -56,6 +56,50 @@ test('the sweeper re-enqueues a delivery whose job vanished from Redis, and the 
   t.is(receiver.received(path).length, 2, 'delivered once more, not again and again');
 });
 
+test('the sweeper drives only the deliveries the dispatch chose: an endpoint disabled then, enabled since, gets nothing; a resend that arrived finishes its delivery', async (t) => {
+  const receiver = await Receiver.start();
+  t.teardown(() => receiver.close());
+  // Failed first attempts are retried only in an hour: what arrives sooner is the sweeper's doing.
+  const service = await Service.start({
+    workers: 1,
+    env: { WEBHOOK_RETRY_SCHEDULE_MS: '3600000', WEBHOOK_SWEEP_INTERVAL_MS: '300', WEBHOOK_SWEEP_AGE_MS: '500' },
+  });
+  t.teardown(() => service.stop());
+  const project = uniqueName('chosen');
+  const key = await service.issueKey(project);
+  // `failing` keeps the event's outbox entry pending, so the sweeper keeps looking at it.
+  receiver.on(`/${project}/failing`, (n) => (n === 0 ? { status: 500, body: 'down' } : { status: 200, body: 'back' }));
+  const failing = await createEndpoint(service, key, receiver.url(`/${project}/failing`));
+  const working = await createEndpoint(service, key, receiver.url(`/${project}/working`));
+  const paused = await createEndpoint(service, key, receiver.url(`/${project}/paused`));
+  const disable = await service.request('POST', `/v1/webhook_endpoints/${paused.id}`, { key, body: { disabled: true } });
+  t.is(disable.status, 200, disable.text);
+
+  const { eventId } = await createPaymentIntent(service, key);
+  await waitForAttempts(service, key, failing.id, 1);
+  await receiver.waitFor(`/${project}/working`, 1);
+  const enable = await service.request('POST', `/v1/webhook_endpoints/${paused.id}`, { key, body: { disabled: false } });
+  t.is(enable.status, 200, enable.text);
+
+  // Many sweeps of the pending entry (every 300 ms, 3 s).
+  const db = await service.db();
+  const outbox = db.collection<OutboxDoc>('event_outbox');
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  t.is(await outbox.countDocuments({ _id: eventId }), 1, 'still pending: one delivery has not arrived');
+  t.is(receiver.received(`/${project}/paused`).length, 0, 'disabled when the event was dispatched: not sent since');
+  t.is(receiver.received(`/${project}/working`).length, 1, 'delivered once, not again by the sweeper');
+
+  // A resend reaches the failing endpoint: its delivery is finished, and with it the event's.
+  const resend = await service.request('POST', `/v1/webhook_endpoints/${failing.id}/resend`, { key, body: { event: eventId } });
+  t.is(resend.status, 200, resend.text);
+  await receiver.waitFor(`/${project}/failing`, 2);
+  await until('the outbox entry to go once the resend arrived, without the retry an hour off', async () =>
+    (await outbox.countDocuments({ _id: eventId })) === 0 ? true : undefined,
+  );
+  t.is(receiver.received(`/${project}/failing`).length, 2);
+  t.is(receiver.received(`/${project}/paused`).length, 0);
+});
+
 test('the intents sweeper re-enqueues an operator answer and an expiry whose delayed jobs vanished from Redis', async (t) => {
   // The payer's answer is far off, and the sweep frequent: only the sweep can bring a lost one back.
   const service = await Service.start({

@@ -2,8 +2,11 @@
  * The outbox sweeper: MongoDB says which events still have deliveries to finish
  * (their outbox entries); Redis may have lost the jobs that were doing it (a crash
  * between the write and the enqueue, a restart from an old snapshot). For each
- * entry older than `ageMs`, the sweeper works out the event's deliveries again (the
- * same rule as the dispatch), and:
+ * entry older than `ageMs`, the sweeper works out the event's deliveries again: the
+ * endpoints its dispatch chose whose delivery is not finished, as Redis recorded them
+ * (an endpoint disabled when the event was dispatched, and enabled since, is not one
+ * of them; nor is one whose delivery, or a resend or recover of the event, reached
+ * it), or, with no record of a dispatch, the same rule as the dispatch; and:
  *
  * - re-enqueues each delivery whose job vanished, under its deterministic job id, so
  *   sweeping an event whose jobs are merely slow adds nothing;
@@ -63,7 +66,11 @@ export async function sweepEvents(
   let requeued = 0;
   let released = 0;
   for (const entry of stale) {
-    const targets = eventTargets(await endpointsOf(entry.project, entry.livemode), { type: entry.type, createdMs: entry.created_ms });
+    const endpoints = await endpointsOf(entry.project, entry.livemode);
+    const dispatched = await deps.pending.dispatched(entry._id);
+    const targets = dispatched
+      ? endpoints.filter((e) => dispatched.left.has(e._id) && dispatched.targets.has(e._id))
+      : eventTargets(endpoints, { type: entry.type, createdMs: entry.created_ms });
     const [jobStates, marks] = await Promise.all([
       Promise.all(targets.map((e) => deps.webhooksQueue.getJobState(deliveryJobId(entry._id, e._id)))),
       firstAttemptMarks(deps.redis, deps.prefix, entry._id, targets.map((e) => e._id)),

@@ -46,11 +46,40 @@ export class PendingEvents {
     return `${this.deps.prefix}:outbox:left:${eventId}`;
   }
 
-  /** Before the deliveries are enqueued: these endpoints have a delivery of the event to finish. */
+  private targetsKey(eventId: string): string {
+    return `${this.deps.prefix}:outbox:targets:${eventId}`;
+  }
+
+  /**
+   * Before the deliveries are enqueued: these endpoints have a delivery of the event to
+   * finish. They are also kept as the event's targets, which never shrink, so that the
+   * sweeper drives again only the endpoints the dispatch chose (`dispatched`).
+   */
   async expect(eventId: string, endpointIds: string[]): Promise<void> {
     const key = this.key(eventId);
-    const replies = await this.deps.redis.multi().sadd(key, ...endpointIds).expire(key, SET_TTL_S).exec();
+    const targets = this.targetsKey(eventId);
+    const replies = await this.deps.redis
+      .multi()
+      .sadd(key, ...endpointIds)
+      .expire(key, SET_TTL_S)
+      .sadd(targets, ...endpointIds)
+      .expire(targets, SET_TTL_S)
+      .exec();
     for (const [err] of replies ?? []) if (err) throw err;
+  }
+
+  /**
+   * What the dispatch of the event chose and what is left of it: null when Redis has
+   * no record of a dispatch (none ran, or Redis lost it).
+   */
+  async dispatched(eventId: string): Promise<{ targets: Set<string>; left: Set<string> } | null> {
+    const replies = await this.deps.redis.multi().smembers(this.targetsKey(eventId)).smembers(this.key(eventId)).exec();
+    const [targets, left] = (replies ?? []).map(([err, value]) => {
+      if (err) throw err;
+      return value as string[];
+    });
+    if (!targets || targets.length === 0) return null;
+    return { targets: new Set(targets), left: new Set(left) };
   }
 
   /** The delivery of the event to this endpoint is finished (delivered, skipped, or given up). */

@@ -106,8 +106,17 @@ export function redeliveryJobId(eventId: string, endpointId: string): string {
   return `redeliver-${eventId}-${endpointId}`;
 }
 
-/** Runs a redelivery's attempt; once its chain is over, the event is no longer pending for the endpoint. */
-export async function settleRedelivery<T>(redeliveries: Redeliveries, job: Job<DeliverWebhookData>, attempt: () => Promise<T>): Promise<T> {
+/**
+ * Runs a redelivery's attempt; once its chain is over, the event is no longer pending
+ * for the endpoint. One that reached the endpoint also finishes the event's delivery
+ * there (`outbox`, ./pending-events.ts): the sweeper drives that delivery no more.
+ */
+export async function settleRedelivery<T>(
+  redeliveries: Redeliveries,
+  job: Job<DeliverWebhookData>,
+  attempt: () => Promise<T>,
+  outbox?: { finished(eventId: string, endpointId: string): Promise<void> },
+): Promise<T> {
   const { eventId, endpointId } = job.data;
   const finished = () => redeliveries.finished(endpointId, eventId).catch(() => undefined);
   let result: T;
@@ -119,7 +128,10 @@ export async function settleRedelivery<T>(redeliveries: Redeliveries, job: Job<D
     if (last) await finished();
     throw err;
   }
-  if ((result as { delivered?: boolean }).delivered === true) await redeliveries.delivered(endpointId, eventId).catch(() => undefined);
+  if ((result as { delivered?: boolean }).delivered === true) {
+    await redeliveries.delivered(endpointId, eventId).catch(() => undefined);
+    await outbox?.finished(eventId, endpointId).catch(() => undefined);
+  }
   await finished();
   return result;
 }
