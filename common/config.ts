@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { STORE_PROFILE_NAMES, type StoreProfileName } from './store-profile.js';
-import { CATALOG_OPERATORS } from './operator-catalog.js';
+import { CATALOG_OPERATORS, OPERATOR_CATALOG } from './operator-catalog.js';
 import { isCurrency } from './money.js';
 
 /** Every setting of the service, validated once at start-up. Nothing else reads `process.env`. */
@@ -337,6 +337,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
   const unknown = operators.filter((name) => !CATALOG_OPERATORS.includes(name));
   if (unknown.length > 0) {
     problems.push(`"OPERATORS" names operators the catalog does not know (${unknown.join(', ')}); it knows ${CATALOG_OPERATORS.join(', ')}`);
+  } else {
+    // An intent created without a currency must be payable by some operator of the catalog.
+    const currency = (value.DEFAULT_CURRENCY as string).toLowerCase();
+    const takers = OPERATOR_CATALOG.filter((entry) => operators.includes(entry.id) && entry.countries.some((terms) => terms.currencies.includes(currency)));
+    if (isCurrency(currency) && takers.length === 0) {
+      problems.push(`"DEFAULT_CURRENCY" ${currency} is taken by none of the operators in "OPERATORS" (${operators.join(', ')}): every intent created without a currency could not be paid`);
+    }
   }
   if (value.WEBHOOK_RETRY_AFTER_MIN_MS > value.WEBHOOK_RETRY_AFTER_MAX_MS) {
     problems.push('"WEBHOOK_RETRY_AFTER_MIN_MS" must not exceed "WEBHOOK_RETRY_AFTER_MAX_MS"');

@@ -34,6 +34,14 @@ test('DEFAULT_CURRENCY must be a currency the API itself takes', (t) => {
   }
 });
 
+test('DEFAULT_CURRENCY must be taken by an operator of OPERATORS, or no intent made without a currency could be paid', (t) => {
+  t.is(loadConfig({ ...minimal, OPERATORS: 'mpesa', DEFAULT_CURRENCY: 'kes' }).defaultCurrency, 'kes');
+  for (const env of [{ DEFAULT_CURRENCY: 'eur' }, { OPERATORS: 'wave', DEFAULT_CURRENCY: 'kes' }]) {
+    const err = t.throws(() => loadConfig({ ...minimal, ...env }), { instanceOf: ConfigError });
+    t.regex(err?.message ?? '', /"DEFAULT_CURRENCY" (eur|kes) is taken by none of the operators in "OPERATORS"/, JSON.stringify(env));
+  }
+});
+
 test('config refuses an operator the catalog does not know', (t) => {
   const err = t.throws(() => loadConfig({ ...minimal, OPERATORS: 'wave,paypal' }), { instanceOf: ConfigError });
   t.regex(err?.message ?? '', /"OPERATORS" names operators the catalog does not know \(paypal\)/);
