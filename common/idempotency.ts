@@ -3,7 +3,7 @@
  * (durable record, cache of the result). The protocol itself is described in
  * api/middleware/idempotency.ts.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { Scope } from './jobs.js';
 
 /** `_id` of the durable record and basis of the job id: one per (project, livemode, key). */
@@ -30,9 +30,9 @@ export function canonicalJson(value: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
 }
 
-/** "The same request": same method, same path, same parsed body (see `canonicalRequest`). */
-export function requestFingerprint(method: string, path: string, body: unknown, encoding: 'json' | 'form' = 'json'): string {
-  return fingerprintOf(canonicalRequest(method, path, body, encoding));
+/** "The same request": same method, same path, same parsed body (see `canonicalRequest`), under the service's key. */
+export function requestFingerprint(key: Buffer, method: string, path: string, body: unknown, encoding: 'json' | 'form' = 'json'): string {
+  return fingerprintOf(key, canonicalRequest(method, path, body, encoding));
 }
 
 /**
@@ -46,9 +46,19 @@ export function canonicalRequest(method: string, path: string, body: unknown, en
   return `${method.toUpperCase()} ${path}\n${encoding === 'form' ? 'form ' : ''}${canonicalJson(body)}`;
 }
 
-export function fingerprintOf(canonical: string): string {
-  return createHash('sha256').update(canonical).digest('hex');
+/**
+ * The fingerprint kept with a key's result (in Redis, in MongoDB, in the job and its
+ * published answer): an HMAC under a key of the service's own that Redis never holds
+ * (`service_keys`, common/service-keys.ts). A plain hash of a confirm's body gave the
+ * payer's full phone number and one-time code back to anyone who read it: few numbers
+ * share the masked one's country code and last digits, and 10^7 guesses take seconds.
+ */
+export function fingerprintOf(key: Buffer, canonical: string): string {
+  return createHmac('sha256', key).update(canonical).digest('hex');
 }
+
+/** The id of the service key the fingerprints are made with. */
+export const FINGERPRINT_KEY_ID = 'idempotency_fingerprint';
 
 export function redisKey(prefix: string, hash: string): string {
   return `${prefix}:idem:${hash}`;

@@ -13,7 +13,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Collection } from 'mongodb';
 import type { ServiceKeyDoc } from './documents.js';
-import { isDuplicateKey } from './mongo.js';
+import { ServiceKey } from './service-keys.js';
 
 /** What a confirm must not put in Redis in the clear. */
 export interface SecretInput {
@@ -25,17 +25,15 @@ const KEY_ID = 'confirm_input';
 const VERSION = 'v1';
 
 export class InputSeal {
-  private key: Promise<Buffer> | null = null;
+  private readonly key: ServiceKey;
 
-  constructor(private readonly keys: Collection<ServiceKeyDoc>) {}
+  constructor(keys: Collection<ServiceKeyDoc>) {
+    this.key = new ServiceKey(keys, KEY_ID);
+  }
 
   /** Loads the key (once per process; again after a failed load). Throws while MongoDB is away. */
   ready(): Promise<Buffer> {
-    this.key ??= loadKey(this.keys).catch((err: unknown) => {
-      this.key = null;
-      throw err;
-    });
-    return this.key;
+    return this.key.ready();
   }
 
   async seal(requestId: string, input: SecretInput): Promise<string> {
@@ -59,21 +57,5 @@ export class InputSeal {
     const plain = Buffer.concat([decipher.update(bytes.subarray(0, bytes.length - 16)), decipher.final()]);
     const [phone_number, otp] = JSON.parse(plain.toString('utf8')) as [string, string | null];
     return { phone_number, otp };
-  }
-}
-
-/** The service's key: read, or made once (a racing process's insert wins, and is read). */
-async function loadKey(keys: Collection<ServiceKeyDoc>): Promise<Buffer> {
-  const found = await keys.findOne({ _id: KEY_ID });
-  if (found) return Buffer.from(found.key, 'base64');
-  try {
-    const key = randomBytes(32);
-    await keys.insertOne({ _id: KEY_ID, key: key.toString('base64'), created_ms: Date.now() });
-    return key;
-  } catch (err) {
-    if (!isDuplicateKey(err)) throw err;
-    const won = await keys.findOne({ _id: KEY_ID });
-    if (!won) throw err;
-    return Buffer.from(won.key, 'base64');
   }
 }

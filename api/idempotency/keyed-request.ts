@@ -18,7 +18,7 @@ export function memoryKeyOf(scope: Scope, key: string): string {
 }
 
 export function describeKeyedRequest(
-  options: { prefix: string; expiresAt: number },
+  options: { prefix: string; expiresAt: number; fingerprintKey: Buffer },
   scope: Scope,
   key: string,
   method: string,
@@ -32,7 +32,7 @@ export function describeKeyedRequest(
     memoryKey: memoryKeyOf(scope, key),
     canonical,
     get info() {
-      info ??= { scopeHash: scopeHash(scope, key), key, fingerprint: fingerprintOf(canonical), expiresAt: options.expiresAt };
+      info ??= { scopeHash: scopeHash(scope, key), key, fingerprint: fingerprintOf(options.fingerprintKey, canonical), expiresAt: options.expiresAt };
       return info;
     },
     get redisKey() {

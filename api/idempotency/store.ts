@@ -34,7 +34,8 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../common/config.js';
 import { errors } from '../../common/errors.js';
-import { decodeEntry, encodeDone, idempotentJobId, recordPointer, RECORD_POINTER_PREFIX, type CachedEntry } from '../../common/idempotency.js';
+import { decodeEntry, encodeDone, FINGERPRINT_KEY_ID, idempotentJobId, recordPointer, RECORD_POINTER_PREFIX, type CachedEntry } from '../../common/idempotency.js';
+import { ServiceKey } from '../../common/service-keys.js';
 import type { CreateResultMessage, IdempotencyJobInfo, Scope } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
@@ -132,8 +133,12 @@ export class IdempotencyStore {
   private epochStart: Promise<string> | null = null;
   readonly replays: ReplayCache;
 
+  /** What the fingerprints are made with (common/idempotency.ts `fingerprintOf`). */
+  private readonly fingerprintKey: ServiceKey;
+
   constructor(private readonly deps: IdempotencyDeps) {
     this.epochKey = `${deps.config.queuePrefix}:idem:epoch`;
+    this.fingerprintKey = new ServiceKey(deps.collections.serviceKeys, FINGERPRINT_KEY_ID);
     this.replays = new ReplayCache(deps.now, deps.config.replayCacheBytes);
   }
 
@@ -155,7 +160,8 @@ export class IdempotencyStore {
   ): Promise<Begun> {
     if (key === null) return { ticket: UNKEYED };
     const expiresAt = this.deps.now() + this.deps.config.idempotencyTtlMs;
-    const req = describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt }, scope, key, method, path, body, encoding);
+    const fingerprintKey = await this.fingerprintKey.ready();
+    const req = describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt, fingerprintKey }, scope, key, method, path, body, encoding);
     const found = await this.lookup(req, sent);
     if (found.kind === 'replay') return { replay: found.replay };
     return { ticket: this.ticket(req, sent) };

@@ -1,5 +1,8 @@
+import { createHash, randomBytes } from 'node:crypto';
 import test from 'ava';
-import { canonicalJson, decodeEntry, encodeDone, idempotentJobId, requestFingerprint, scopeHash } from '../../common/idempotency.js';
+import { canonicalJson, canonicalRequest, decodeEntry, encodeDone, idempotentJobId, requestFingerprint, scopeHash } from '../../common/idempotency.js';
+
+const KEY = randomBytes(32);
 
 test('canonical JSON ignores key order and white space at every level', (t) => {
   const a = JSON.parse('{"b": 1, "a": {"y": [1, {"d": 2, "c": 3}], "x": null}}');
@@ -15,17 +18,26 @@ test('canonical JSON keeps array order and value types apart', (t) => {
 });
 
 test('the fingerprint covers method, path and body', (t) => {
-  const base = requestFingerprint('POST', '/v1/payment_intents', { amount: 1 });
-  t.is(base, requestFingerprint('post', '/v1/payment_intents', { amount: 1 }));
-  t.not(base, requestFingerprint('POST', '/v1/webhook_endpoints', { amount: 1 }));
-  t.not(base, requestFingerprint('POST', '/v1/payment_intents', { amount: 2 }));
+  const base = requestFingerprint(KEY, 'POST', '/v1/payment_intents', { amount: 1 });
+  t.is(base, requestFingerprint(KEY, 'post', '/v1/payment_intents', { amount: 1 }));
+  t.not(base, requestFingerprint(KEY, 'POST', '/v1/webhook_endpoints', { amount: 1 }));
+  t.not(base, requestFingerprint(KEY, 'POST', '/v1/payment_intents', { amount: 2 }));
+});
+
+test('the fingerprint is keyed: without the service key, a confirm body cannot be guessed from it', (t) => {
+  const path = '/v1/payment_intents/pi_x/confirm';
+  const body = { operator: 'orange_money', phone_number: '+2250700000123', otp: '123456' };
+  const fingerprint = requestFingerprint(KEY, 'POST', path, body);
+  t.not(fingerprint, createHash('sha256').update(canonicalRequest('POST', path, body)).digest('hex'), 'not the plain hash of the request');
+  t.not(fingerprint, requestFingerprint(randomBytes(32), 'POST', path, body), 'another key, another fingerprint');
+  t.is(fingerprint, requestFingerprint(Buffer.from(KEY), 'POST', path, body), 'the same key, the same fingerprint (every process shares it)');
 });
 
 test('a form body is the same request as the same form, never as JSON of the same parsed value', (t) => {
-  const form = requestFingerprint('POST', '/v1/payment_intents', { amount: '5', metadata: { b: '2', a: '1' } }, 'form');
-  t.is(form, requestFingerprint('POST', '/v1/payment_intents', { metadata: { a: '1', b: '2' }, amount: '5' }, 'form'));
-  t.not(form, requestFingerprint('POST', '/v1/payment_intents', { amount: '5', metadata: { b: '2', a: '1' } }, 'json'));
-  t.is(requestFingerprint('POST', '/v1/payment_intents', { amount: 1 }, 'json'), requestFingerprint('POST', '/v1/payment_intents', { amount: 1 }));
+  const form = requestFingerprint(KEY, 'POST', '/v1/payment_intents', { amount: '5', metadata: { b: '2', a: '1' } }, 'form');
+  t.is(form, requestFingerprint(KEY, 'POST', '/v1/payment_intents', { metadata: { a: '1', b: '2' }, amount: '5' }, 'form'));
+  t.not(form, requestFingerprint(KEY, 'POST', '/v1/payment_intents', { amount: '5', metadata: { b: '2', a: '1' } }, 'json'));
+  t.is(requestFingerprint(KEY, 'POST', '/v1/payment_intents', { amount: 1 }, 'json'), requestFingerprint(KEY, 'POST', '/v1/payment_intents', { amount: 1 }));
 });
 
 test('the scope hash separates projects and modes', (t) => {

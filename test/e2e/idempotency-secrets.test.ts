@@ -3,9 +3,10 @@
  * never gets the first request's object (the answer carries its fingerprint), and
  * Redis caches no secret: a replay is rendered again from MongoDB.
  */
+import { createHash } from 'node:crypto';
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { redisKey, scopeHash } from '../../common/idempotency.js';
+import { canonicalRequest, FINGERPRINT_KEY_ID, fingerprintOf, redisKey, scopeHash } from '../../common/idempotency.js';
 import { QUEUES } from '../../common/jobs.js';
 import { Service, sleep, uniqueName, until } from '../helpers/service.js';
 
@@ -141,4 +142,36 @@ test.serial('the cached result of a key is its fingerprint and object id: a few 
   const bytes = Number(await redis.call('MEMORY', 'USAGE', entryKey));
   t.log(`Redis entry of a keyed create: ${bytes} bytes (response: ${res.text.length} bytes)`);
   t.true(bytes < 512, `${bytes} bytes`);
+});
+
+test.serial("a keyed confirm's fingerprint gives back no phone number: it is keyed with the service's own key, which Redis never holds", async (t) => {
+  const project = uniqueName('fingerprint');
+  const key = await service.issueKey(project);
+  const created = await service.request('POST', PI, { key, body: { amount: 800, allowed_operators: ['mtn_momo'] } });
+  t.is(created.status, 200, created.text);
+  const path = `${PI}/${created.body.id}/confirm`;
+  const body = { operator: 'mtn_momo', phone_number: '+2250500000123' };
+  const confirmed = await service.request('POST', path, { key, body, headers: { 'Idempotency-Key': 'pay-once' } });
+  t.is(confirmed.status, 200, confirmed.text);
+
+  const hash = scopeHash({ project, livemode: false }, 'pay-once');
+  const redis = service.redis();
+  t.teardown(() => redis.disconnect());
+  const cached = JSON.parse((await redis.get(redisKey(service.prefix, hash))) as string) as { fp: string };
+  const db = await service.db();
+  const record = await db.collection<{ _id: string; fp: string }>('idempotency_records').findOne({ _id: hash });
+  t.is(record?.fp, cached.fp, 'Redis and MongoDB keep the same fingerprint');
+  const canonical = canonicalRequest('POST', path, body);
+  t.not(cached.fp, createHash('sha256').update(canonical).digest('hex'), 'not the plain hash, which a search of phone numbers reverses');
+  const serviceKey = await db.collection<{ _id: string; key: string }>('service_keys').findOne({ _id: FINGERPRINT_KEY_ID });
+  t.truthy(serviceKey, 'the key is kept in MongoDB');
+  t.is(cached.fp, fingerprintOf(Buffer.from(serviceKey!.key, 'base64'), canonical));
+  for (const [name, value] of await dumpRedis()) t.false(value.includes(serviceKey!.key), `the service key in ${name}`);
+
+  // Another api process makes the same fingerprint: the retry is a replay.
+  const extra = await service.startExtraApi();
+  const replay = await service.request('POST', path, { key, body, headers: { 'Idempotency-Key': 'pay-once' }, baseUrl: extra.baseUrl });
+  t.is(replay.status, 200, replay.text);
+  t.is(replay.headers.get('idempotent-replayed'), 'true');
+  t.is(replay.text, confirmed.text);
 });

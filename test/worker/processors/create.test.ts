@@ -4,10 +4,12 @@
  * FerretDB and Redis, with an injected clock per test. Each test has a project of
  * its own, so they run side by side.
  */
+import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { decodeEntry, idempotentJobId, redisKey, requestFingerprint, scopeHash } from '../../../common/idempotency.js';
+
 import { IdGenerator } from '../../../common/ids.js';
 import { openQueue, QUEUES, resultsChannel, type CreateJobResult, type CreatePaymentIntentData, type CreateResultMessage, type DispatchEventData, type Scope, type TypedQueue } from '../../../common/jobs.js';
 import { createdEventId, dispatchJobId, PAYMENT_INTENT_CREATED } from '../../../common/events.js';
@@ -19,6 +21,9 @@ import { InsertBatcher } from '../../../worker/group-commit.js';
 import { createPaymentIntent } from '../../../worker/processors/create-payment-intent.js';
 import { FakeClock, openStack, type Stack } from '../../helpers/in-process.js';
 import { uniqueName, until } from '../../helpers/service.js';
+
+/** The worker keeps the fingerprint the api made; any key makes one. */
+const FINGERPRINT_KEY = randomBytes(32);
 
 const PI = '/v1/payment_intents';
 
@@ -70,7 +75,7 @@ function world(options: { fanOut?: (event: DispatchEventData) => Promise<unknown
         : {
             scopeHash: scopeHash(scope, options.key),
             key: options.key,
-            fingerprint: requestFingerprint('POST', PI, { amount }),
+            fingerprint: requestFingerprint(FINGERPRINT_KEY, 'POST', PI, { amount }),
             expiresAt: clock.now() + stack.config.idempotencyTtlMs,
           };
       const data: CreatePaymentIntentData = {
