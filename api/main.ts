@@ -12,7 +12,8 @@ import { createServer, type ServerResponse } from 'node:http';
 import { ApiKeyCache } from '../common/api-keys.js';
 import { loadConfig } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
-import { openQueues, revocationsChannel } from '../common/jobs.js';
+import { ANSWER_KEY_ID, openQueues, revocationsChannel } from '../common/jobs.js';
+import { Seal } from '../common/seal.js';
 import { createLogger, logQueueErrors } from '../common/logger.js';
 import { connect, ensureIndexes, openMongo, untilDone } from '../common/mongo.js';
 import { closeRedis, runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
@@ -42,7 +43,9 @@ async function main(): Promise<void> {
   logQueueErrors(queueList, logger);
   const now = Date.now;
   const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs, now, config.apiKeyNegativeCacheMs);
-  const results = new ResultWaiter(subscriber, config.queuePrefix);
+  // Answers that carry a signing secret come sealed (worker/processors/create.ts).
+  const answerSeal = new Seal(mongo.collections.serviceKeys, ANSWER_KEY_ID);
+  const results = new ResultWaiter(subscriber, config.queuePrefix, (jobId, sealed) => answerSeal.open(jobId, sealed));
   const revocations = revocationsChannel(config.queuePrefix);
   subscriber.on('message', (channel: string, hash: string) => {
     if (channel === revocations) keys.evict(hash);

@@ -37,7 +37,17 @@ export class ResultWaiter {
   private readonly hearers: Array<(message: CreateResultMessage) => void> = [];
   private readonly channel: string;
 
-  constructor(private readonly subscriber: Redis, prefix: string) {
+  /**
+   * `open`: opens an answer the worker sealed because it carries a secret
+   * (worker/processors/create.ts `publishResult`). Without it, or when it fails, a
+   * sealed answer is dropped: its waiters time out, and a retry is answered from the
+   * key's record in MongoDB.
+   */
+  constructor(
+    private readonly subscriber: Redis,
+    prefix: string,
+    private readonly open?: (jobId: string, sealed: string) => Promise<string>,
+  ) {
     this.channel = resultsChannel(prefix);
     subscriber.on('message', (channel: string, raw: string) => {
       if (channel !== this.channel) return;
@@ -47,13 +57,22 @@ export class ResultWaiter {
       } catch {
         return;
       }
-      for (const hear of this.hearers) hear(message);
-      const set = this.waiters.get(message.jobId);
-      if (!set) return;
-      this.waiters.delete(message.jobId);
-      for (const listener of set) listener.resolve(message);
+      const { sealed, ...plain } = message;
+      if (!sealed) return this.deliver(message);
+      this.open?.(message.jobId, message.body).then(
+        (body) => this.deliver({ ...plain, body }),
+        () => undefined,
+      );
     });
     subscriber.on('ready', () => void this.recheckAll());
+  }
+
+  private deliver(message: CreateResultMessage): void {
+    for (const hear of this.hearers) hear(message);
+    const set = this.waiters.get(message.jobId);
+    if (!set) return;
+    this.waiters.delete(message.jobId);
+    for (const listener of set) listener.resolve(message);
   }
 
   /** Runs every waiter's recheck; one that finds its result gets it. */

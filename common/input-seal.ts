@@ -10,10 +10,9 @@
  * The request's id is the cipher's additional data: a sealed input opens only in
  * the job it was sealed for.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Collection } from 'mongodb';
 import type { ServiceKeyDoc } from './documents.js';
-import { ServiceKey } from './service-keys.js';
+import { Seal } from './seal.js';
 
 /** What a confirm must not put in Redis in the clear. */
 export interface SecretInput {
@@ -22,40 +21,26 @@ export interface SecretInput {
 }
 
 const KEY_ID = 'confirm_input';
-const VERSION = 'v1';
 
 export class InputSeal {
-  private readonly key: ServiceKey;
+  private readonly sealer: Seal;
 
   constructor(keys: Collection<ServiceKeyDoc>) {
-    this.key = new ServiceKey(keys, KEY_ID);
+    this.sealer = new Seal(keys, KEY_ID);
   }
 
   /** Loads the key (once per process; again after a failed load). Throws while MongoDB is away. */
   ready(): Promise<Buffer> {
-    return this.key.ready();
+    return this.sealer.ready();
   }
 
-  async seal(requestId: string, input: SecretInput): Promise<string> {
-    const key = await this.ready();
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', key, iv);
-    cipher.setAAD(Buffer.from(requestId));
-    const body = Buffer.concat([cipher.update(JSON.stringify([input.phone_number, input.otp])), cipher.final()]);
-    return [VERSION, iv.toString('base64url'), Buffer.concat([body, cipher.getAuthTag()]).toString('base64url')].join('.');
+  seal(requestId: string, input: SecretInput): Promise<string> {
+    return this.sealer.seal(requestId, JSON.stringify([input.phone_number, input.otp]));
   }
 
   /** Throws on a sealed input that is not this service's, or not this request's. */
   async open(requestId: string, sealed: string): Promise<SecretInput> {
-    const key = await this.ready();
-    const [version, iv, rest] = sealed.split('.');
-    if (version !== VERSION || !iv || !rest) throw new Error('a sealed input of an unknown form');
-    const bytes = Buffer.from(rest, 'base64url');
-    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
-    decipher.setAAD(Buffer.from(requestId));
-    decipher.setAuthTag(bytes.subarray(bytes.length - 16));
-    const plain = Buffer.concat([decipher.update(bytes.subarray(0, bytes.length - 16)), decipher.final()]);
-    const [phone_number, otp] = JSON.parse(plain.toString('utf8')) as [string, string | null];
+    const [phone_number, otp] = JSON.parse(await this.sealer.open(requestId, sealed)) as [string, string | null];
     return { phone_number, otp };
   }
 }

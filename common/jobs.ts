@@ -324,6 +324,9 @@ export interface CreateJobResult {
 }
 
 /** Published on the results channel when a create job finishes: the exact response. */
+/** The service key (common/service-keys.ts) that seals a published answer carrying a secret. */
+export const ANSWER_KEY_ID = 'result_answers';
+
 export interface CreateResultMessage {
   jobId: string;
   /**
@@ -333,8 +336,13 @@ export interface CreateResultMessage {
    */
   fingerprint: string | null;
   status: number;
-  /** The response body, byte for byte what the first request and every replay get. */
+  /**
+   * The response body, byte for byte what the first request and every replay get;
+   * sealed (common/seal.ts, bound to the job id) when `sealed` is set.
+   */
   body: string;
+  /** The body carries a secret (a webhook endpoint's signing secret) and is sealed: Redis holds no secret, even in passing. */
+  sealed?: true;
   /**
    * The answer is an object another request made before (its key's durable record,
    * found because Redis no longer knew the key): sent with `Idempotent-Replayed: true`.

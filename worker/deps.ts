@@ -6,8 +6,9 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../common/config.js';
 import { InputSeal } from '../common/input-seal.js';
+import { Seal } from '../common/seal.js';
 import type { IdGenerator } from '../common/ids.js';
-import { openQueue, QUEUES, type DispatchEventData } from '../common/jobs.js';
+import { ANSWER_KEY_ID, openQueue, QUEUES, type DispatchEventData } from '../common/jobs.js';
 import { logQueueErrors, type Logger } from '../common/logger.js';
 import type { Mongo } from '../common/mongo.js';
 import type { StoreProfile } from '../common/store-profile.js';
@@ -91,7 +92,8 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   const intentsConcurrency = config.workerIntentsConcurrency ?? storeProfile.intentsConcurrency;
   const writes = new WriteGate(writesInFlight);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
-  const createDeps = { collections, redis: redis.commands, prefix, now, inserts };
+  // Answers that carry a signing secret are published sealed (processors/create.ts).
+  const createDeps = { collections, redis: redis.commands, prefix, now, inserts, answerSeal: new Seal(collections.serviceKeys, ANSWER_KEY_ID) };
   const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
   const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, leaseMs: SLOT_LEASE_MS });
   // Attempts are recorded after their POST, where no client waits: a longer window

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { canonicalRequest, FINGERPRINT_KEY_ID, fingerprintOf, redisKey, scopeHash } from '../../common/idempotency.js';
-import { QUEUES } from '../../common/jobs.js';
+import { QUEUES, resultsChannel } from '../../common/jobs.js';
 import { Service, sleep, uniqueName, until } from '../helpers/service.js';
 
 let service: Service;
@@ -174,4 +174,28 @@ test.serial("a keyed confirm's fingerprint gives back no phone number: it is key
   t.is(replay.status, 200, replay.text);
   t.is(replay.headers.get('idempotent-replayed'), 'true');
   t.is(replay.text, confirmed.text);
+});
+
+test.serial("a signing secret crosses Redis only sealed: the results channel carries no whsec_, and the api still answers with it", async (t) => {
+  const key = await service.issueKey(uniqueName('channel'));
+  const listener = service.redis();
+  t.teardown(() => listener.disconnect());
+  const heard: string[] = [];
+  listener.on('message', (_channel: string, raw: string) => heard.push(raw));
+  await listener.subscribe(resultsChannel(service.prefix));
+
+  const created = await service.request('POST', WE, { key, body: { url: 'https://example.com/sealed' } });
+  t.is(created.status, 200, created.text);
+  t.regex(created.body.secret as string, /^whsec_/);
+  const rotated = await service.request('POST', `${WE}/${created.body.id}/rotate_secret`, { key, body: { expire_previous_in: 0 }, headers: { 'Idempotency-Key': 'rotate-1' } });
+  t.is(rotated.status, 200, rotated.text);
+  t.regex(rotated.body.secret as string, /^whsec_/);
+  const intent = await service.request('POST', PI, { key, body: { amount: 900 } });
+  t.is(intent.status, 200, intent.text);
+
+  await until('the three answers to be heard', async () => (heard.length >= 3 ? true : undefined));
+  const messages = heard.map((raw) => JSON.parse(raw) as { body: string; sealed?: boolean });
+  for (const raw of heard) t.false(raw.includes('whsec_'), 'no signing secret on the channel');
+  t.is(messages.filter((m) => m.sealed === true).length, 2, 'the create and the rotation of the endpoint went sealed');
+  t.true(messages.some((m) => !m.sealed && m.body.includes(intent.body.id as string)), 'an answer without a secret goes as it is');
 });

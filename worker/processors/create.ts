@@ -35,11 +35,14 @@ import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
 import type { InsertBatcher } from '../group-commit.js';
 import { freeExpiredKey } from '../record-lock.js';
+import type { Seal } from '../../common/seal.js';
 
 export interface CreateDeps {
   collections: Collections;
   /** Fail-fast, auto-pipelined connection: cache writes and result publishing of jobs finishing together share a round trip. */
   redis: Redis;
+  /** Seals an answer that carries a secret before it is published (`publishResult`); without it, answers go as they are. */
+  answerSeal?: Seal;
   /** The first insert of every create goes through group commit. */
   inserts: InsertBatcher;
   prefix: string;
@@ -66,6 +69,19 @@ export interface CreateSpec<D extends Stored> {
    * returns runs once the answer is published (the event's fan-out).
    */
   after?(doc: D): Promise<void | (() => Promise<void>)>;
+}
+
+/** A webhook endpoint's signing secret, in the answer of its create or its rotation. */
+const CARRIES_SECRET = /"secret":"whsec_/;
+
+/**
+ * Publishes a job's answer to the apis waiting for it. An answer that carries a
+ * signing secret goes sealed (bound to the job id), so that a client of Redis that
+ * subscribes to the channel reads no secret; the api opens it (api/result-waiter.ts).
+ */
+export async function publishResult(deps: { redis: Redis; prefix: string; answerSeal?: Seal }, message: CreateResultMessage): Promise<unknown> {
+  const sent = deps.answerSeal && CARRIES_SECRET.test(message.body) ? { ...message, body: await deps.answerSeal.seal(message.jobId, message.body), sealed: true as const } : message;
+  return deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(sent));
 }
 
 const REUSED_MESSAGE =
@@ -114,7 +130,7 @@ export async function runCreate<D extends Stored>(
     requestId: data.requestId,
     ...(idem ? { expiresAt: found.doc.idem_expires_at ?? idem.expiresAt } : {}),
   };
-  answer.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message)));
+  answer.push(publishResult(deps, message));
   await Promise.all(answer);
   if (afterAnswer) await afterAnswer();
   return { ok: true, id: found.doc._id, status: 200 };

@@ -18,17 +18,20 @@
 import type { Redis } from 'ioredis';
 import { errorBody } from '../../common/errors.js';
 import { encodeDone, recordPointer, redisKey } from '../../common/idempotency.js';
-import { resultsChannel, type CreateJobResult, type CreateResultMessage, type MutationJobBase } from '../../common/jobs.js';
+import type { CreateJobResult, CreateResultMessage, MutationJobBase } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
 import type { InsertBatcher } from '../group-commit.js';
-import { publishRefusal } from './create.js';
+import { publishRefusal, publishResult } from './create.js';
+import type { Seal } from '../../common/seal.js';
 
 export interface MutationDeps {
   collections: Collections;
   /** Records are inserted in batches, through the process's write gate. */
   inserts: InsertBatcher;
   redis: Redis;
+  /** Seals an answer that carries a secret before it is published (create.ts `publishResult`). */
+  answerSeal?: Seal;
   prefix: string;
   now: () => number;
 }
@@ -115,7 +118,7 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
     requestId: data.requestId,
     ...(recordedUntil !== undefined ? { expiresAt: recordedUntil } : {}),
   };
-  sends.push(deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message)));
+  sends.push(publishResult(deps, message));
   await Promise.all(sends);
   return { ok: answer.status === 200, id: data.target, status: answer.status };
 }
