@@ -8,10 +8,12 @@ import type { PaymentIntentDoc } from '../../common/documents.js';
 import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
 import { INTENT_LOCK, intentLockKey, RecordLock } from '../../worker/record-lock.js';
 import { KeptIntents } from '../../api/kept-intents.js';
+import { IdGenerator } from '../../common/ids.js';
 import { openStack, type Stack } from '../helpers/in-process.js';
 import { uniqueName } from '../helpers/service.js';
 
 let stack: Stack;
+const ids = new IdGenerator(Date.now);
 
 test.before(async () => {
   stack = await openStack();
@@ -22,7 +24,7 @@ test.after.always(async () => {
 });
 
 async function storedIntent(scope: { project: string; livemode: boolean }): Promise<PaymentIntentDoc> {
-  const id = `pi_${uniqueName('kept')}`;
+  const id = ids.next('payment_intent');
   const doc = {
     _id: id, ...scope, amount: 2500, currency: 'xof', description: null, status: 'new', client_secret: `${id}_secret_x`, automatic_operator: true,
     allowed_operators: ['mtn_momo'], selected_operator: null, metadata: [], created: 1, expires_at: 2, created_event: '{}',
@@ -96,4 +98,27 @@ test('kept by scope, for a bounded time, dropped with the Redis connection, and 
   await setStatus(doc._id, 'canceled');
   t.is((await without.get(scope, doc._id, readOf(doc._id))).status, 'canceled');
   t.is(without.size, 0);
+});
+
+test('a read of an id that names no intent in the scope leaves no token behind', async (t) => {
+  const scope = { project: uniqueName('kept'), livemode: false };
+  const prefix = stack.config.queuePrefix;
+  const api = new KeptIntents({ redis: stack.redis, prefix, now: Date.now });
+  const missing = () => async (): Promise<PaymentIntentDoc> => {
+    throw new Error('404');
+  };
+  const unknown = ids.next('payment_intent');
+  await t.throwsAsync(() => api.get(scope, unknown, missing()), { message: '404' });
+  t.is(await stack.redis.exists(intentTokenKey(prefix, unknown)), 0, 'a well-formed id of no intent');
+  for (const junk of ['+2250700000123', 'pi_short', 'x'.repeat(300)]) {
+    await t.throwsAsync(() => api.get(scope, junk, missing()), { message: '404' });
+    t.is(await stack.redis.exists(intentTokenKey(prefix, junk)), 0, junk.slice(0, 20));
+  }
+  // Another scope's intent: its own token, set by its own reader, stays.
+  const other = await storedIntent({ project: uniqueName('kept'), livemode: false });
+  await api.get({ project: other.project, livemode: false }, other._id, readOf(other._id));
+  const token = await stack.redis.get(intentTokenKey(prefix, other._id));
+  t.truthy(token);
+  await t.throwsAsync(() => api.get(scope, other._id, missing()), { message: '404' });
+  t.is(await stack.redis.get(intentTokenKey(prefix, other._id)), token, 'a token this reader did not make is left');
 });
