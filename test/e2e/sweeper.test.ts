@@ -70,7 +70,7 @@ test('the sweeper drives only the deliveries the dispatch chose: an endpoint dis
   // `failing` keeps the event's outbox entry pending, so the sweeper keeps looking at it.
   receiver.on(`/${project}/failing`, (n) => (n === 0 ? { status: 500, body: 'down' } : { status: 200, body: 'back' }));
   const failing = await createEndpoint(service, key, receiver.url(`/${project}/failing`));
-  const working = await createEndpoint(service, key, receiver.url(`/${project}/working`));
+  await createEndpoint(service, key, receiver.url(`/${project}/working`));
   const paused = await createEndpoint(service, key, receiver.url(`/${project}/paused`));
   const disable = await service.request('POST', `/v1/webhook_endpoints/${paused.id}`, { key, body: { disabled: true } });
   t.is(disable.status, 200, disable.text);
