@@ -37,6 +37,10 @@ const nodeGlobals = Object.fromEntries(
  * blocks (the last match wins), so each block lists every pattern that applies to it.
  */
 const up = (dir) => ({ regex: `^(\\.\\./)+${dir}/`, message: `this layer must not import from ${dir}/` });
+// The api verifies operators' callbacks with each operator's own callbacks module
+// (worker/operators/<operator>/callbacks.ts), which imports only common/.
+const upToWorker = { regex: '^(\\.\\./)+worker/(?!operators/[a-z-]+/callbacks\\.js$)', message: 'this layer must not import from worker/ (but an operator\'s callbacks module)' };
+const callbacksOnlyCommon = { regex: '^\\.\\.?/(?!\\.\\./\\.\\./common/)', message: 'an operator\'s callbacks module imports only common/: the api uses it' };
 const sibling = (dir) => ({ regex: `^\\.\\./${dir}/`, message: `this folder must not import from api/${dir}/` });
 const child = (dir) => ({ regex: `^\\./${dir}/`, message: `this module must not import from api/${dir}/` });
 const boundaries = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
@@ -70,8 +74,9 @@ export default defineConfig([
   },
   { files: ['common/**/*.ts'], rules: boundaries([up('api'), up('worker')]) },
   { files: ['worker/**/*.ts'], rules: boundaries([up('api')]) },
-  { files: ['api/**/*.ts'], rules: boundaries([up('worker')]) },
+  { files: ['api/**/*.ts'], rules: boundaries([upToWorker]) },
   ...apiLayers.map(({ files, patterns }) => ({ files, rules: boundaries([up('worker'), ...patterns]) })),
+  { files: ['worker/operators/*/callbacks.ts'], rules: boundaries([up('api'), callbacksOnlyCommon]) },
   {
     files: ['**/*.{js,mjs,cjs}'],
     extends: [js.configs.recommended],

@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { STORE_PROFILE_NAMES, type StoreProfileName } from './store-profile.js';
-import { CATALOG_OPERATORS, OPERATOR_CATALOG } from './operator-catalog.js';
+import { CATALOG_OPERATORS, COUNTRIES, OPERATOR_CATALOG } from './operator-catalog.js';
+import { accountOf, accountsFromFile, operatorsWithAccounts, type LiveOperator, type OperatorAccount } from './operator-accounts.js';
 import { isCurrency } from './money.js';
 
 /** Every setting of the service, validated once at start-up. Nothing else reads `process.env`. */
@@ -81,23 +82,36 @@ export interface Config {
 }
 
 /**
- * The live operators' configuration groups (DESIGN section 12). A group is either
- * complete or absent: a half-filled one stops the start-up and names what is
- * missing. These values are credentials: they are passed to the connectors only,
- * and never logged.
+ * Live operators (DESIGN sections 12 and 14): the accounts (common/operator-accounts.ts)
+ * and how attempts with them are timed. An account's variables are credentials:
+ * they are passed to the connectors only, and never logged.
  */
 export interface LiveOperatorsConfig {
-  mtnMomo: MtnMomoConfig | null;
-  mpesa: MpesaConfig | null;
-  wave: WaveConfig | null;
+  /** Every configured account: the section 12 variables' (one per operator), then `OPERATOR_ACCOUNTS_FILE`'s. */
+  accounts: OperatorAccount[];
   /** How long a connector waits for one answer from an operator's API before calling it unavailable. */
   timeoutMs: number;
   /**
    * The delays between the checks of a live attempt in flight (then the last one,
-   * repeated), jittered by ±20% (worker/lifecycle/operator-check.ts).
+   * repeated), jittered by ±20% (worker/processors/operator-check.ts); faults are
+   * retried on it too.
    */
   pollScheduleMs: number[];
+  /**
+   * Per operator: how long after a confirm the payer may still be asked
+   * (`OPERATOR_APPROVAL_WINDOW_MS` overrides all; else MTN MoMo's and M-Pesa's
+   * documented prompt timeout, 3 min, and Wave's session life, 30 min). A request the
+   * operator has not accepted by then is never sent.
+   */
+  approvalWindowMs: Readonly<Record<LiveOperator, number>>;
+  /** Consecutive failed calls after which an account is `unavailable` (its breaker opens). */
+  breakerFailures: number;
+  /** A live refund still pending this long after it was made fails with `operator_unavailable`. */
+  refundLimitMs: number;
 }
+
+/** The documented prompt timeouts (DESIGN section 14): MTN MoMo and M-Pesa 3 min; Wave's checkout session lives 30 min. */
+export const DEFAULT_APPROVAL_WINDOW_MS: Readonly<Record<LiveOperator, number>> = { mtn_momo: 180_000, mpesa: 180_000, wave: 30 * 60_000 };
 
 export const DEFAULT_OPERATOR_POLL_SCHEDULE_MS = [5_000, 10_000, 20_000, 40_000, 60_000];
 
@@ -134,7 +148,7 @@ export interface WaveConfig {
   webhookSecret: string;
 }
 
-/** Each live operator's variables, in DESIGN section 12's order. */
+/** Each live operator's variables, in DESIGN section 12's order (`WAVE_COUNTRY`, optional, is not part of the group). */
 export const OPERATOR_GROUPS = {
   mtn_momo: [
     'MTN_MOMO_BASE_URL', 'MTN_MOMO_TARGET_ENVIRONMENT',
@@ -145,10 +159,9 @@ export const OPERATOR_GROUPS = {
   wave: ['WAVE_BASE_URL', 'WAVE_API_KEY', 'WAVE_WEBHOOK_SECRET'],
 } as const;
 
-/** The live operators whose configuration group is complete, in DESIGN section 12's order. */
-export function configuredOperators(config: { liveOperators: LiveOperatorsConfig }): string[] {
-  const { mtnMomo, mpesa, wave } = config.liveOperators;
-  return [mtnMomo && 'mtn_momo', mpesa && 'mpesa', wave && 'wave'].filter((name): name is string => typeof name === 'string');
+/** The live operators with at least one account, in DESIGN section 12's order. */
+export function configuredOperators(config: { liveOperators: Pick<LiveOperatorsConfig, 'accounts'> }): string[] {
+  return operatorsWithAccounts(config.liveOperators.accounts);
 }
 
 /**
@@ -312,6 +325,11 @@ const schema = Joi.object({
   WAVE_BASE_URL: operatorUrl,
   WAVE_API_KEY: credential,
   WAVE_WEBHOOK_SECRET: credential,
+  WAVE_COUNTRY: Joi.string().uppercase().valid(...COUNTRIES.map((c) => c.code)).empty(''),
+  OPERATOR_ACCOUNTS_FILE: Joi.string().empty(''),
+  OPERATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1_000).max(24 * 3600_000).empty(''),
+  OPERATOR_BREAKER_FAILURES: Joi.number().integer().min(1).max(1_000).default(5),
+  OPERATOR_REFUND_LIMIT_MS: Joi.number().integer().min(1_000).default(24 * 3600_000),
 }).unknown(true);
 
 export class ConfigError extends Error {
@@ -360,7 +378,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       problems.push(`live operator ${operator} is half configured: set ${missing.map((n) => `"${n}"`).join(', ')} too, or unset its whole group`);
     }
   }
-  const liveOperators = liveOperatorsOf(value);
+  const liveOperators = liveOperatorsOf(value, problems);
   if (configuredOperators({ liveOperators }).length > 0 && !value.PUBLIC_BASE_URL) {
     problems.push('"PUBLIC_BASE_URL" is required once a live operator is configured: operators\' callbacks are sent to it');
   }
@@ -434,35 +452,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
 
 type Env = Record<string, string | undefined>;
 
-const complete = (value: Env, names: readonly string[]) => names.every((name) => value[name] !== undefined);
-const baseUrlOf = (url: string) => url.replace(/\/+$/, '');
-
-function liveOperatorsOf(value: Env & { OPERATOR_TIMEOUT_MS?: unknown }): LiveOperatorsConfig {
-  const v = value as Record<string, string>;
+function liveOperatorsOf(value: Env & Record<string, unknown>, problems: string[]): LiveOperatorsConfig {
+  const v = value as Record<string, string | undefined>;
+  const accounts: OperatorAccount[] = [];
+  for (const [operator, names] of Object.entries(OPERATOR_GROUPS) as Array<[LiveOperator, readonly string[]]>) {
+    if (!names.every((name) => v[name] !== undefined)) continue;
+    const prefix = names[0]!.replace(/BASE_URL$/, '');
+    const account = accountOf(operator, (name) => v[`${prefix}${name}`], null, []);
+    if (account) accounts.push(account);
+  }
+  if (v.OPERATOR_ACCOUNTS_FILE) {
+    try {
+      accounts.push(...accountsFromFile(v.OPERATOR_ACCOUNTS_FILE));
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  const ids = accounts.map((a) => a.id);
+  const repeated = ids.filter((id, i) => ids.indexOf(id) !== i);
+  if (repeated.length) problems.push(`live operator accounts repeat ${[...new Set(repeated)].join(', ')}: one account per target environment, short code or Wave country set`);
+  const window = value.OPERATOR_APPROVAL_WINDOW_MS as number | undefined;
   return {
+    accounts,
     timeoutMs: Number(value.OPERATOR_TIMEOUT_MS),
     pollScheduleMs: String(value.OPERATOR_POLL_SCHEDULE_MS ?? DEFAULT_OPERATOR_POLL_SCHEDULE_MS.join(',')).split(',').map(Number).filter((ms) => ms > 0),
-    mtnMomo: complete(value, OPERATOR_GROUPS.mtn_momo)
-      ? {
-        baseUrl: baseUrlOf(v.MTN_MOMO_BASE_URL),
-        targetEnvironment: v.MTN_MOMO_TARGET_ENVIRONMENT,
-        collection: { subscriptionKey: v.MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY, userId: v.MTN_MOMO_COLLECTION_USER_ID, apiKey: v.MTN_MOMO_COLLECTION_API_KEY },
-        disbursement: { subscriptionKey: v.MTN_MOMO_DISBURSEMENT_SUBSCRIPTION_KEY, userId: v.MTN_MOMO_DISBURSEMENT_USER_ID, apiKey: v.MTN_MOMO_DISBURSEMENT_API_KEY },
-      }
-      : null,
-    mpesa: complete(value, OPERATOR_GROUPS.mpesa)
-      ? {
-        baseUrl: baseUrlOf(v.MPESA_BASE_URL),
-        consumerKey: v.MPESA_CONSUMER_KEY,
-        consumerSecret: v.MPESA_CONSUMER_SECRET,
-        shortcode: v.MPESA_SHORTCODE,
-        passkey: v.MPESA_PASSKEY,
-        initiatorName: v.MPESA_INITIATOR_NAME,
-        securityCredential: v.MPESA_SECURITY_CREDENTIAL,
-      }
-      : null,
-    wave: complete(value, OPERATOR_GROUPS.wave)
-      ? { baseUrl: baseUrlOf(v.WAVE_BASE_URL), apiKey: v.WAVE_API_KEY, webhookSecret: v.WAVE_WEBHOOK_SECRET }
-      : null,
+    approvalWindowMs: window ? { mtn_momo: window, mpesa: window, wave: window } : DEFAULT_APPROVAL_WINDOW_MS,
+    breakerFailures: Number(value.OPERATOR_BREAKER_FAILURES ?? 5),
+    refundLimitMs: Number(value.OPERATOR_REFUND_LIMIT_MS ?? 24 * 3600_000),
   };
 }

@@ -170,6 +170,17 @@ export interface PaymentAttempt {
   next_check_at?: number | null;
   checks?: number;
   operator_transaction?: string | null;
+  /**
+   * Live mode (DESIGN section 14). `account`: the operator account the attempt goes
+   * through (common/operator-accounts.ts). `requesting_since` (epoch ms): the first
+   * check began to ask the operator; from then on the payer may be asked, so a cancel
+   * of a push operator's attempt is refused. `failed_try`: the last failed try of a
+   * Wave session that stayed open (its code and message), so each distinct one sends
+   * one `payment_intent.payment_failed`.
+   */
+  account?: string | null;
+  requesting_since?: number | null;
+  failed_try?: string | null;
 }
 
 /** A mutation's entry in its intent's `history`: the record without its large parts. */

@@ -55,6 +55,7 @@ export const ERROR_CODES = {
   rate_limit: { status: 429, type: 'invalid_request_error', description: 'Too many requests for this API key, or too many webhook endpoint test calls in flight for its project and mode (2 unless the operator changed it). Wait for the number of seconds in `Retry-After`.' },
   internal_error: { status: 500, type: 'api_error', description: 'An unexpected error on our side. It has been logged with the request id.' },
   service_unavailable: { status: 503, type: 'api_error', description: 'A dependency of the service is unavailable. Retry after `Retry-After` seconds; with an idempotency key a retry is safe.' },
+  operator_unavailable: { status: 503, type: 'api_error', description: "Live mode: the operator account that would take this payment is unavailable (its breaker is open after repeated failures; `GET /v1/operators` shows it). Nothing was changed and nobody was asked. Retry after `Retry-After` seconds." },
   processing_timeout: { status: 503, type: 'api_error', description: 'The request was accepted but did not finish in time. It goes on; retry with the same idempotency key to get its result.' },
 } as const satisfies Record<string, CodeInfo>;
 
@@ -176,6 +177,10 @@ export const errors = {
     new ApiError('webhook_recovery_in_progress', 'A recovery of this webhook endpoint is already running. Retry once it has answered.', undefined, { 'Retry-After': '1' }),
   serviceUnavailable: (retryAfterSeconds = 1) =>
     new ApiError('service_unavailable', 'The service is temporarily unavailable. Please retry shortly.', undefined, {
+      'Retry-After': String(retryAfterSeconds),
+    }),
+  operatorUnavailable: (operator: string, retryAfterSeconds: number) =>
+    new ApiError('operator_unavailable', `${operator} is unavailable right now (repeated failures reaching it); nothing was changed. Retry in ${retryAfterSeconds} s.`, undefined, {
       'Retry-After': String(retryAfterSeconds),
     }),
   processingTimeout: () =>

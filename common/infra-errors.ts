@@ -16,9 +16,14 @@ import {
 export class OperatorUnavailableError extends Error {
   constructor(
     readonly operator: string,
-    readonly reason: 'timeout' | 'network' | 'status' | 'in_flight',
+    /** `throttled`: a 429 (or a token endpoint refusing for load); `status`: a 5xx. */
+    readonly reason: 'timeout' | 'network' | 'status' | 'in_flight' | 'throttled',
     detail: string,
     readonly status?: number,
+    /** The operator's `Retry-After`, when it sent one. */
+    readonly retryAfterMs?: number,
+    /** The operator's own code and message of a 5xx (a configuration error looks like one): for the log only. */
+    readonly operatorMessage?: string,
   ) {
     super(`${operator}: ${detail}`);
     this.name = 'OperatorUnavailableError';

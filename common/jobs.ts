@@ -65,6 +65,7 @@ export const JOBS = {
   updateRefund: 'refund.update.v1',
   processRefund: 'refund.process.v1',
   sweepRefunds: 'refunds.sweep.v1',
+  probeOperators: 'operators.probe.v1',
 } as const;
 
 /** The scope of every read, write and idempotency key. */
@@ -437,6 +438,8 @@ export interface QueueJobs {
     [JOBS.sweepIntents]: { data: { recentMs?: number }; result: { intents: number; recorded?: number } };
     /** `graceMs`: how old a pending refund must be to be re-driven; absent, the sweep interval (worker/schedules.ts). */
     [JOBS.sweepRefunds]: { data: { graceMs?: number }; result: { refunds: number; rebuilt: number } };
+    /** Live mode: one call to each account whose breaker is open (common/operator-breaker.ts). */
+    [JOBS.probeOperators]: { data: Record<string, never>; result: { probed: number; closed: number } };
   };
 }
 

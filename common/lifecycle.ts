@@ -33,6 +33,7 @@ export const DECLINE_CODES = {
   limit_exceeded: "The payment exceeds the payer's transaction or daily limit.",
   operator_unavailable: 'The operator could not process the payment; it may be retried later.',
   generic_decline: 'The operator declined the payment without giving a reason.',
+  operator_request_rejected: 'The operator refused our request itself (not the payer): it created nothing, and the payer was not asked.',
 } as const;
 export type DeclineCode = keyof typeof DECLINE_CODES;
 
@@ -120,4 +121,9 @@ export type FollowUp =
 export type OperatorAnswer =
   | { kind: 'succeeded'; operatorReference?: string }
   | { kind: 'declined'; code: DeclineCode; operatorCode?: string }
-  | { kind: 'pending' };
+  /**
+   * Not final. `failedTry`: the payer's last try failed and the operator keeps the
+   * attempt open for another (a Wave session with `last_payment_error`); `key` tells
+   * one failed try from the next.
+   */
+  | { kind: 'pending'; failedTry?: { code: DeclineCode; operatorCode: string; key: string } };

@@ -122,7 +122,16 @@ export function presentWebhookAttempt(doc: WebhookAttemptDoc) {
 }
 
 /** An operator of the catalog as `GET /v1/operators` shows it. */
-export function presentOperator(entry: OperatorEntry, options: { status: OperatorStatus; livemode: boolean }) {
+/** A live operator account as `GET /v1/operators` shows it: no credential, its breaker's state. */
+export interface PresentedAccount {
+  id: string;
+  countries: string[];
+  sandbox: boolean;
+  status: 'operational' | 'unavailable';
+}
+
+export function presentOperator(entry: OperatorEntry, options: { status: OperatorStatus; livemode: boolean; accounts?: PresentedAccount[] }) {
+  const accounts = options.accounts ?? [];
   return {
     object: 'operator' as const,
     id: entry.id,
@@ -133,10 +142,13 @@ export function presentOperator(entry: OperatorEntry, options: { status: Operato
       currencies: [...terms.currencies],
       min_amount: terms.minAmount,
       max_amount: terms.maxAmount,
+      // Live mode: the account that serves this country, or null (a confirm there is `operator_not_configured`).
+      account: options.livemode ? (accounts.find((a) => a.countries.includes(terms.country))?.id ?? null) : null,
     })),
     flow: entry.flow,
     refunds: entry.refunds,
     status: options.status,
+    accounts: options.livemode ? accounts : [],
     livemode: options.livemode,
   };
 }

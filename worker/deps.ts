@@ -19,7 +19,9 @@ import { through, WriteGate } from './lifecycle/write-gate.js';
 import { dispatchEvent } from './processors/dispatch-event.js';
 import type { LifecycleDeps } from './processors/payment-intent-lifecycle.js';
 import type { CheckDeps } from './processors/operator-check.js';
-import { liveConnectors } from './operators/connector.js';
+import { liveConnectors } from './operators/registry.js';
+import { CALLBACK_KEY_ID } from './operators/mpesa/callbacks.js';
+import { ServiceKey } from '../common/service-keys.js';
 import type { RefundDeps } from './processors/refunds.js';
 import type { EndpointMutationDeps } from './processors/webhook-endpoint-mutations.js';
 import { EndpointDirectory } from './webhooks/endpoint-directory.js';
@@ -120,6 +122,8 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   // The intents this worker wrote last, for their next step (lifecycle/kept-docs.ts).
   const kept = new KeptIntentDocs({ ...KEPT_DOCS, now });
   redis.commands.on('close', () => kept.clear());
+  // The callback URLs' tokens are keyed with a service key of their own (DESIGN section 14).
+  const callbackKey = new ServiceKey(collections.serviceKeys, CALLBACK_KEY_ID);
   const lifecycleDeps: LifecycleDeps = {
     ...createDeps,
     eventsQueue,
@@ -130,7 +134,8 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     confirmFailureLimit: config.confirmFailureLimit,
     // Live mode: one connector per configured operator; only their answers decide
     // live intents (security review M3; docs/payments.md, "Live operators").
-    connectors: liveConnectors(config, { redis: redis.commands, db: mongo.db, prefix }),
+    connectors: liveConnectors(config, { redis: redis.commands, db: mongo.db, prefix, callbackKey: () => callbackKey.ready() }),
+    approvalWindowMs: config.liveOperators.approvalWindowMs,
     publicBaseUrl: config.publicBaseUrl,
     inputSeal: new InputSeal(collections.serviceKeys),
     // Transition updates hold at most their share of the slots: the inserts keep the rest.
@@ -144,7 +149,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     kept,
     logger,
   };
-  const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl };
+  const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl, refundLimitMs: config.liveOperators.refundLimitMs };
   const checkDeps: CheckDeps = { ...lifecycleDeps, pollScheduleMs: config.liveOperators.pollScheduleMs };
 
   const redeliveries = new Redeliveries(redis.commands, {

@@ -24,6 +24,7 @@ import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { sweepIntents, type RecentEvents } from './processors/sweep-intents.js';
 import { recordedBefore } from './lifecycle/transition.js';
 import { sweepRefunds } from './processors/sweep-refunds.js';
+import { probeOperators } from './processors/probe-operators.js';
 import {
   deleteWebhookEndpoint,
   recoverWebhookEvents,
@@ -87,6 +88,7 @@ export function maintenanceRoutes({ config, now, collections, redis, prefix, int
       return sweepIntents({ collections, intentsQueue }, now(), recent);
     },
     [JOBS.sweepRefunds]: (job) => sweepRefunds({ ...refundDeps, intentsQueue }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs),
+    [JOBS.probeOperators]: () => probeOperators({ connectors: lifecycleDeps.connectors, redis: redis.commands, prefix, config: config.liveOperators }),
     [JOBS.sweepEvents]: () =>
       sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs }),
   };

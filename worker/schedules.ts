@@ -16,6 +16,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../common/config.js';
 import { JOBS, type TypedQueue } from '../common/jobs.js';
 import type { Logger } from '../common/logger.js';
+import { BREAKER_PROBE_MS } from '../common/operator-breaker.js';
 
 /** Upserts the schedules, and keeps them on every reconnect until the returned stop is called. */
 export async function scheduleHousekeeping(maintenanceQueue: TypedQueue<'maintenance'>, config: Config, queues: Redis, logger: Logger): Promise<() => void> {
@@ -24,6 +25,8 @@ export async function scheduleHousekeeping(maintenanceQueue: TypedQueue<'mainten
     ['intents-sweep', config.intentsSweepIntervalMs, JOBS.sweepIntents],
     ['refunds-sweep', config.intentsSweepIntervalMs, JOBS.sweepRefunds],
     ['events-sweep', config.webhooks.sweepIntervalMs, JOBS.sweepEvents],
+    // Live mode: an account whose breaker is open is probed until it answers (DESIGN section 14).
+    ...(config.liveOperators.accounts.length > 0 ? [['operators-probe', BREAKER_PROBE_MS, JOBS.probeOperators] as const] : []),
   ] as const;
   const schedule = async () => {
     for (const [id, every, name] of schedules) {

@@ -35,7 +35,7 @@ export interface CreateSpec<N extends RequestJobName, Input> {
   /** A create's new object id; a mutation (no `idKind`) takes the request's id as its own. */
   idKind?: IdKind;
   /** After validation, before the lock: a mutation's check that its object exists in the caller's scope (404). */
-  precheck?: () => Promise<void>;
+  precheck?: (input: Input) => Promise<void>;
   /**
    * Throws an ApiError on bad input; runs only when there is nothing to replay.
    * `now` (unix seconds) is the request's one clock reading, also its `created`: a
@@ -70,7 +70,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     // Before any read of MongoDB: a request refused for load must add none.
     const refusal = deps.admission?.refusal(key) ?? null;
     if (refusal !== null && !(await retriesQueuedJob(deps, spec, ticket))) throw errors.serviceUnavailable(refusal);
-    await spec.precheck?.();
+    await spec.precheck?.(input);
     const claimed = await ticket.claim();
     if (claimed) return sendAnswer(ctx, { ...claimed, replayed: true });
     const own = { requestId: ctx.state.requestId, objectId: spec.idKind ? deps.ids.next(spec.idKind) : ctx.state.requestId };

@@ -29,6 +29,7 @@ export function operatorsPart(options: { operators: string[] }): DocumentPart {
           currencies: { type: 'array', items: { type: 'string', pattern: '^[a-z]{3}$' }, minItems: 1, description: 'Lower-case ISO 4217 codes the operator takes there.' },
           min_amount: { type: 'integer', minimum: 1, description: 'The smallest payment, in the smallest currency unit.' },
           max_amount: { type: 'integer', minimum: 1, description: 'The largest payment, in the smallest currency unit.' },
+          account: { ...nullable({ type: 'string' }), description: 'Live mode: the operator account that serves this country, or null (a live confirm there is `operator_not_configured`). Test mode: null.' },
         }),
       },
       flow: { type: 'string', enum: FLOWS, description: 'How the payer approves: on the phone, on a redirect page, or with a one-time code.' },
@@ -36,7 +37,17 @@ export function operatorsPart(options: { operators: string[] }): DocumentPart {
       status: {
         type: 'string',
         enum: STATUSES,
-        description: 'Test mode: always `operational`. Live mode: `unavailable` without a configured connector, `degraded` while most recent operator calls fail.',
+        description: 'Test mode: always `operational`. Live mode: `unavailable` without a configured account or while every account\'s breaker is open, `degraded` while some account is unavailable or most recent operator calls fail.',
+      },
+      accounts: {
+        type: 'array',
+        description: 'Live mode: the operator\'s accounts (credentials per country), each `unavailable` while its breaker is open (`OPERATOR_BREAKER_FAILURES` failed calls in a row) until a call is answered again. Test mode: empty.',
+        items: closedObject({
+          id: { type: 'string', description: 'The operator and what tells its accounts apart (MTN target environment, Daraja short code, Wave countries); never a credential.' },
+          countries: { type: 'array', items: { type: 'string' } },
+          sandbox: { type: 'boolean', description: "MTN's sandbox: EUR and MTN's test numbers only." },
+          status: { type: 'string', enum: ['operational', 'unavailable'] },
+        }),
       },
       livemode: { type: 'boolean' },
     } satisfies Record<OperatorField, Schema>,

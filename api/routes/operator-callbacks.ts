@@ -12,7 +12,11 @@
  * - `POST /operators/mpesa/callback?attempt=…&t=…`: Daraja's STK callback, unsigned;
  *   the token in the URL we gave proves that Safaricom saw it.
  * - `POST /operators/mpesa/result?refund=…&t=…`: the reversal's `Result` (its
- *   ResultURL and QueueTimeOutURL), recorded for the refund's polls.
+ *   ResultURL and QueueTimeOutURL), recorded for the refund's polls when it names the
+ *   conversation Daraja gave that refund; `?status=…&t=…`: a Transaction Status
+ *   `Result` (a receipt, a reversal's fate), recorded for the same polls.
+ * - The M-Pesa tokens are keyed with the service key `operator-callbacks`, not an
+ *   operator credential (DESIGN section 14).
  * - `POST /operators/wave/webhook`: applied only when `Wave-Signature` verifies
  *   (401 otherwise, without detail).
  * - `GET /operators/wave/return`: where Wave sends a payer back when the merchant
@@ -24,7 +28,9 @@
 import Router from '@koa/router';
 import getRawBody from 'raw-body';
 import { JOBS, operatorCheckJobId, parseAttemptId } from '../../common/jobs.js';
-import { parseWaveWebhook, recordReversalResult, recordStkCallback, verifyWaveSignature } from '../../common/operator-callbacks.js';
+import { ServiceKey } from '../../common/service-keys.js';
+import { CALLBACK_KEY_ID, recordReversalResult, recordStkCallback, recordTransactionStatus } from '../../worker/operators/mpesa/callbacks.js';
+import { parseWaveWebhook, verifyWaveSignature } from '../../worker/operators/wave/callbacks.js';
 import type { AppDeps, Ctx, State } from '../context.js';
 import { BODY_LIMIT } from '../middleware/body.js';
 import { sendJson } from '../respond.js';
@@ -50,7 +56,10 @@ function json(text: string | null): unknown {
 
 export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
   const router = new Router<State>();
-  const live = deps.config.liveOperators;
+  const accounts = deps.config.liveOperators.accounts;
+  const has = (operator: string) => accounts.some((a) => a.operator === operator);
+  const waveSecrets = accounts.flatMap((a) => (a.operator === 'wave' ? [a.config.webhookSecret] : []));
+  const callbackKey = new ServiceKey(deps.mongo.collections.serviceKeys, CALLBACK_KEY_ID);
 
   /** "Look again" at the attempt that `attemptId` names, if it is shaped as one of ours. */
   async function lookAgain(attemptId: unknown): Promise<void> {
@@ -65,7 +74,7 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
 
   const mtn = async (ctx: Ctx) => {
     const body = json(await rawBody(ctx));
-    if (live.mtnMomo && body !== null && typeof body === 'object') await lookAgain((body as Record<string, unknown>).externalId);
+    if (has('mtn_momo') && body !== null && typeof body === 'object') await lookAgain((body as Record<string, unknown>).externalId);
     sendJson(ctx, '{}');
   };
   router.put('/operators/mtn_momo/callback', mtn);
@@ -73,9 +82,9 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
 
   router.post('/operators/mpesa/callback', async (ctx) => {
     const body = json(await rawBody(ctx));
-    if (live.mpesa) {
+    if (has('mpesa')) {
       const query = { attempt: ctx.query.attempt as string | undefined, t: ctx.query.t as string | undefined };
-      const recorded = await recordStkCallback(deps.mongo.db, live.mpesa, query, body, deps.now());
+      const recorded = await recordStkCallback(deps.mongo.db, await callbackKey.ready(), query, body, deps.now());
       if (recorded) await lookAgain(recorded.attemptId);
     }
     sendJson(ctx, MPESA_ACCEPTED);
@@ -84,8 +93,11 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
   router.post('/operators/mpesa/result', async (ctx) => {
     const body = json(await rawBody(ctx));
     // A QueueTimeOutURL notice has no `Result`: nothing is recorded, the refund's polls go on.
-    if (live.mpesa) {
-      await recordReversalResult(deps.mongo.db, live.mpesa, { refund: ctx.query.refund as string | undefined, t: ctx.query.t as string | undefined }, body, deps.now());
+    if (has('mpesa')) {
+      const key = await callbackKey.ready();
+      const t = ctx.query.t as string | undefined;
+      if (typeof ctx.query.status === 'string') await recordTransactionStatus(deps.mongo.db, key, { status: ctx.query.status, t }, body, deps.now());
+      else await recordReversalResult(deps.mongo.db, key, { refund: ctx.query.refund as string | undefined, t }, body, deps.now());
     }
     sendJson(ctx, MPESA_ACCEPTED);
   });
@@ -93,7 +105,8 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
   router.post('/operators/wave/webhook', async (ctx) => {
     const raw = await rawBody(ctx);
     const signature = ctx.get('Wave-Signature') || undefined;
-    if (!live.wave || raw === null || verifyWaveSignature(live.wave.webhookSecret, signature, raw, deps.now()) !== 'ok') {
+    // One secret per Wave account (business wallet): a webhook signed by any of them is Wave's.
+    if (raw === null || !waveSecrets.some((secret) => verifyWaveSignature(secret, signature, raw, deps.now()) === 'ok')) {
       sendJson(ctx, JSON.stringify({ error: { type: 'invalid_request_error', message: 'The webhook signature could not be verified.' } }), 401);
       return;
     }

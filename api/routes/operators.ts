@@ -1,7 +1,8 @@
 import type Router from '@koa/router';
 import { catalogEntry, resolveNumber } from '../../common/operator-catalog.js';
 import { NO_CALLS_RECORDED, operatorStatus } from '../../common/operator-status.js';
-import { listEnvelopeJson, presentOperator, presentResolution } from '../../common/presenters.js';
+import { listEnvelopeJson, presentOperator, presentResolution, type PresentedAccount } from '../../common/presenters.js';
+import { breakerState } from '../../common/operator-breaker.js';
 import type { AppDeps, State } from '../context.js';
 import type { Guards } from '../middleware/guards.js';
 import { sendJson } from '../respond.js';
@@ -18,6 +19,18 @@ export function operatorRoutes(router: Router<State>, deps: AppDeps, guards: Gua
   const url = '/v1/operators';
   const health = deps.operatorHealth ?? NO_CALLS_RECORDED;
 
+  const { accounts, breakerFailures } = deps.config.liveOperators;
+  /** Live mode: the operator's accounts and their breakers (common/operator-breaker.ts). */
+  const accountsOf = async (operator: string): Promise<PresentedAccount[]> => {
+    const mine = accounts.filter((a) => a.operator === operator);
+    return Promise.all(
+      mine.map(async (a) => {
+        const breaker = await breakerState(deps.redis, deps.config.queuePrefix, a.id, breakerFailures).catch(() => ({ open: false }));
+        return { id: a.id, countries: [...a.countries], sandbox: a.sandbox, status: breaker.open ? ('unavailable' as const) : ('operational' as const) };
+      }),
+    );
+  };
+
   router.get(url, ...guards.read, async (ctx) => {
     rejectQuery(ctx.querystring);
     const livemode = ctx.state.key!.livemode;
@@ -25,8 +38,11 @@ export function operatorRoutes(router: Router<State>, deps: AppDeps, guards: Gua
     for (const id of deps.config.operators) {
       const entry = catalogEntry(id);
       if (entry === null) continue;
-      const status = await operatorStatus(deps.config, id, livemode, health);
-      items.push(JSON.stringify(presentOperator(entry, { status, livemode })));
+      let status = await operatorStatus(deps.config, id, livemode, health);
+      const accounts = livemode ? await accountsOf(id) : [];
+      if (accounts.length > 0 && accounts.every((a) => a.status === 'unavailable')) status = 'unavailable';
+      else if (status === 'operational' && accounts.some((a) => a.status === 'unavailable')) status = 'degraded';
+      items.push(JSON.stringify(presentOperator(entry, { status, livemode, accounts })));
     }
     sendJson(ctx, listEnvelopeJson(url, items, false));
   });

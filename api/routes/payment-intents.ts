@@ -12,6 +12,27 @@ import { parseListQuery } from '../schemas/lists.js';
 import { parsePaymentIntentCreate } from '../schemas/payment-intents.js';
 import { parseCancel, parseConfirm, parseUpdate } from '../schemas/payment-intent-lifecycle.js';
 import { rejectQuery } from '../schemas/query.js';
+import { accountFor } from '../../common/operator-accounts.js';
+import { BREAKER_PROBE_MS, breakerState } from '../../common/operator-breaker.js';
+import { countryOf, resolveNumber } from '../../common/operator-catalog.js';
+import { errors } from '../../common/errors.js';
+
+/**
+ * Live mode (DESIGN section 14): a confirm through an operator account whose breaker
+ * is open is answered 503 `operator_unavailable` with `Retry-After`, before anything
+ * is claimed or enqueued, so the intent is unchanged. The operator is the one named,
+ * else the one the number's prefix predicts; an intent that selects its operator
+ * otherwise is left to the worker, whose checks retry on the poll schedule.
+ */
+async function refuseWhileBreakerOpen(deps: AppDeps, input: { operator: string | null; phone_number: string }): Promise<void> {
+  const operator = input.operator ?? resolveNumber(input.phone_number).operator;
+  if (!operator) return;
+  const { accounts, breakerFailures } = deps.config.liveOperators;
+  const account = accountFor(accounts, operator, countryOf(input.phone_number)?.code ?? null, input.phone_number);
+  if (!account) return;
+  const state = await breakerState(deps.redis, deps.config.queuePrefix, account.id, breakerFailures);
+  if (state.open) throw errors.operatorUnavailable(operator, Math.ceil(BREAKER_PROBE_MS / 1000));
+}
 
 /** How many intents created, or found by a mutation's existence check, each api process remembers. */
 const KNOWN_INTENTS = 100_000;
@@ -113,8 +134,8 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
       jobName: JOBS.confirmPaymentIntent,
       removeOnComplete: true,
       validate: (body, encoding, now) => parseConfirm(body, { operators: deps.config.operators, now, encoding }),
-      precheck: async () => {
-        await Promise.all([exists(ctx)(), seal.ready()]);
+      precheck: async (input) => {
+        await Promise.all([exists(ctx)(), seal.ready(), ctx.state.key!.livemode ? refuseWhileBreakerOpen(deps, input) : undefined]);
       },
       jobData: async (base, { phone_number, otp, ...input }) => ({
         ...base,

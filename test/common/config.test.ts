@@ -78,14 +78,22 @@ const waveGroup = { WAVE_BASE_URL: 'https://api.wave.example/', WAVE_API_KEY: 'w
 test('no live operator is configured by default', (t) => {
   const config = loadConfig(minimal);
   t.deepEqual(configuredOperators(config), []);
-  t.deepEqual(config.liveOperators, { mtnMomo: null, mpesa: null, wave: null, timeoutMs: 15_000, pollScheduleMs: [5000, 10_000, 20_000, 40_000, 60_000] });
+  t.deepEqual(config.liveOperators, {
+    accounts: [],
+    timeoutMs: 15_000,
+    pollScheduleMs: [5000, 10_000, 20_000, 40_000, 60_000],
+    approvalWindowMs: { mtn_momo: 180_000, mpesa: 180_000, wave: 1_800_000 },
+    breakerFailures: 5,
+    refundLimitMs: 86_400_000,
+  });
 });
 
 test('an operator is configured when its whole group is set', (t) => {
   const config = loadConfig({ ...minimal, ...mtnGroup, ...waveGroup, PUBLIC_BASE_URL: 'https://pay.example' });
   t.deepEqual(configuredOperators(config), ['mtn_momo', 'wave']);
-  t.like(config.liveOperators.mtnMomo, { targetEnvironment: 'sandbox', collection: { apiKey: 'c-key' }, disbursement: { userId: 'd-user' } });
-  t.is(config.liveOperators.wave?.baseUrl, 'https://api.wave.example', 'trailing slash trimmed');
+  const [mtn, wave] = config.liveOperators.accounts;
+  t.like(mtn, { id: 'mtn_momo:sandbox', operator: 'mtn_momo', sandbox: true, countries: [], config: { targetEnvironment: 'sandbox', collection: { apiKey: 'c-key' }, disbursement: { userId: 'd-user' } } });
+  t.like(wave, { id: 'wave:SN', operator: 'wave', countries: ['SN'], config: { baseUrl: 'https://api.wave.example' } }, 'trailing slash trimmed');
 });
 
 test('a half-filled operator group stops the start-up and names what is missing', (t) => {

@@ -1,6 +1,6 @@
 /**
  * A local MTN MoMo Open API (Collection and Disbursement), written from MTN's
- * developer portal documentation (the connector, worker/operators/mtn-momo.ts, names
+ * developer portal documentation (the connector, worker/operators/mtn-momo/, names
  * the sources). Strict where the documentation is clear:
  *
  * - `POST /{product}/token/`: HTTP Basic `userId:apiKey` and the product's
@@ -16,6 +16,32 @@
  *   does on the phone; then it takes the outcome set for the payer's number and the
  *   fake sends MTN's callback (a PUT of the transfer's body to `X-Callback-Url`),
  *   unless callbacks are dropped, as MTN's single unretried callback can be.
+ *
+ * Misbehaviours, each off until a test asks (the shared ones are in fake-server.ts):
+ *
+ * - Throttling (`server.throttleNext`): MTN's gateway is Azure API Management (its
+ *   401 bodies above are APIM's); APIM's `rate-limit` policy answers 429 with
+ *   `Retry-After` and `{"statusCode":429,"message":"Rate limit is exceeded. Try again
+ *   in N seconds."}` (Microsoft Learn, "Implement rate limiting in Azure API
+ *   Management"). That MTN keeps APIM's default body is inferred, not stated by MTN.
+ * - The sandbox's currency (`enforceSandboxCurrency = true`, with `targetEnvironment
+ *   'sandbox'`): a requesttopay or refund in any currency but EUR is answered HTTP
+ *   500 `{"code":"INVALID_CURRENCY","message":"Currency not supported."}`. MTN's
+ *   sandbox notebook (github.com/MoMoOpenAPI/MoMoOpenAPI_SandBox, home.md) states
+ *   "use the currency as EUR in the SandBox" and tests a 500 whose `message` ends
+ *   "Currency not supported."; the `code` is as observed and published by a public
+ *   MoMo client's README, not by MTN. Off by default: the existing tests pay XOF in
+ *   'sandbox'. `configError('currency')` refuses every currency so, in any environment.
+ * - The sandbox's test numbers (always on in 'sandbox', only for a payer with no
+ *   `outcomes` entry), from the same notebook's table: 46733123450 Failed,
+ *   46733123451 Rejected, 46733123452 Timeout, 46733123454 Pending, any other number
+ *   (its example 56733123453) Success. Applied when the test settles the transfer;
+ *   the `reason` codes (INTERNAL_PROCESSING_ERROR, APPROVAL_REJECTED, EXPIRED) are
+ *   MTN's documented ErrorReason values, their pairing with the numbers is inferred;
+ *   the Pending number stays PENDING (no callback) however often it is settled.
+ * - `approveAfter(referenceId, ms)`: the payer approves late (`settle` after `ms`).
+ * - `autoSettleRefunds = true`: a refund is SUCCESSFUL as soon as it is created (its
+ *   callback follows); otherwise it is PENDING until `settle(refundReference)`.
  */
 import { randomBytes } from 'node:crypto';
 import { FakeServer, header, sendCallback, type FakeAnswer, type FakeRequest } from './fake-server.js';
@@ -39,6 +65,26 @@ interface Transfer {
   callbackUrl?: string;
 }
 
+/**
+ * MTN's sandbox test payers (MoMoOpenAPI_SandBox home.md, "Test GetPaid Functions
+ * Status"): the outcome a settle gives them; 'PENDING' never resolves. Any other
+ * number succeeds.
+ */
+export const MTN_SANDBOX_PAYERS: Readonly<Record<string, MtnOutcome | 'PENDING'>> = {
+  '46733123450': { status: 'FAILED', reason: 'INTERNAL_PROCESSING_ERROR' },
+  '46733123451': { status: 'FAILED', reason: 'APPROVAL_REJECTED' },
+  '46733123452': { status: 'FAILED', reason: 'EXPIRED' },
+  '46733123454': 'PENDING',
+};
+
+export interface MtnFakeOptions {
+  enforceSandboxCurrency?: boolean;
+  autoSettleRefunds?: boolean;
+}
+
+/** MTN's sandbox answer to a currency other than EUR (HTTP 500). */
+export const MTN_CURRENCY_NOT_SUPPORTED = { code: 'INVALID_CURRENCY', message: 'Currency not supported.' } as const;
+
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 const INVALID_KEY = { statusCode: 401, message: 'Access denied due to invalid subscription key. Make sure to provide a valid key for an active subscription.' };
 
@@ -53,13 +99,33 @@ export class MtnMomoFake {
   /** Lifetime announced with each token, in seconds. */
   tokenExpiresIn = 3600;
   tokensIssued = 0;
+  /** With `targetEnvironment` 'sandbox': a currency other than EUR is MTN's sandbox 500. */
+  enforceSandboxCurrency = false;
+  /** A refund is SUCCESSFUL as soon as it is created (else PENDING until `settle`). */
+  autoSettleRefunds = false;
+  private configErrorKind: 'currency' | null = null;
   private readonly tokens = new Map<string, 'collection' | 'disbursement'>();
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(
     readonly targetEnvironment: string,
     private readonly credentials: { collection: MtnCredentials; disbursement: MtnCredentials },
+    options: MtnFakeOptions = {},
   ) {
-    this.server = new FakeServer((request) => this.route(request));
+    this.enforceSandboxCurrency = options.enforceSandboxCurrency ?? false;
+    this.autoSettleRefunds = options.autoSettleRefunds ?? false;
+    this.server = new FakeServer((request) => this.route(request), {
+      throttleBody: (retryAfterS: number) => ({ statusCode: 429, message: `Rate limit is exceeded. Try again in ${retryAfterS} seconds.` }),
+    });
+  }
+
+  /**
+   * A configuration error on MTN's side: with 'currency', every requesttopay and
+   * refund is answered MTN's 500 "Currency not supported." whatever the
+   * environment; `null` ends it.
+   */
+  configError(kind: 'currency' | null): void {
+    this.configErrorKind = kind;
   }
 
   async start(): Promise<this> {
@@ -68,6 +134,8 @@ export class MtnMomoFake {
   }
 
   stop(): Promise<void> {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
     return this.server.stop();
   }
 
@@ -80,16 +148,53 @@ export class MtnMomoFake {
     return this.server.log.filter((r) => r.method === 'POST' && header(r, 'x-reference-id') === referenceId).length;
   }
 
+  /** The same count as `requestsFor`: the POSTs that named this X-Reference-Id. */
+  transfersPer(referenceId: string): number {
+    return this.requestsFor(referenceId);
+  }
+
   /** The payer answers (or the refund is processed): the transfer takes its outcome and MTN calls back. */
   async settle(referenceId: string): Promise<void> {
     const transfer = this.transfers.get(referenceId);
     if (!transfer) throw new Error(`no transfer ${referenceId}`);
-    const outcome = transfer.product === 'collection' ? (this.outcomes.get(transfer.payer) ?? { status: 'SUCCESSFUL' }) : { status: 'SUCCESSFUL' as const };
+    if (!this.decide(transfer)) return;
+    await this.notify(transfer);
+  }
+
+  /** The payer approves late: `settle` after `ms`; resolves once settled. */
+  approveAfter(referenceId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        this.settle(referenceId).then(resolve, () => resolve());
+      }, ms);
+      this.timers.add(timer);
+    });
+  }
+
+  /** The outcome a payer's number gets: the test's, else the sandbox's test numbers, else SUCCESSFUL. */
+  private outcomeFor(transfer: Transfer): MtnOutcome | 'PENDING' {
+    if (transfer.product === 'disbursement') return { status: 'SUCCESSFUL' };
+    const set = this.outcomes.get(transfer.payer);
+    if (set) return set;
+    if (this.targetEnvironment === 'sandbox') return MTN_SANDBOX_PAYERS[transfer.payer] ?? { status: 'SUCCESSFUL' };
+    return { status: 'SUCCESSFUL' };
+  }
+
+  /** Applies the transfer's outcome; false when it stays PENDING. */
+  private decide(transfer: Transfer): boolean {
+    const outcome = this.outcomeFor(transfer);
+    if (outcome === 'PENDING') return false;
     transfer.status = outcome.status;
     if (outcome.status === 'FAILED') transfer.reason = outcome.reason;
     else transfer.financialTransactionId = String(1_000_000_000 + this.transfers.size);
+    return true;
+  }
+
+  /** MTN's one callback: a PUT of the transfer to its X-Callback-Url, unless dropped. */
+  private async notify(transfer: Transfer): Promise<void> {
     if (transfer.callbackUrl && !this.dropCallbacks) {
-      this.callbacksSent.push(referenceId);
+      this.callbacksSent.push(transfer.referenceId);
       await sendCallback(transfer.callbackUrl, this.view(transfer), 'PUT').catch(() => undefined);
     }
   }
@@ -149,19 +254,28 @@ export class MtnMomoFake {
     if (!amountOk || !currencyOk || !payerOk || !refundOk || typeof body.externalId !== 'string') {
       return { status: 400, body: { code: 'INVALID_REQUEST', message: 'Request does not follow the specification.' } };
     }
+    if (this.configErrorKind === 'currency' || (this.enforceSandboxCurrency && this.targetEnvironment === 'sandbox' && body.currency !== 'EUR')) {
+      return { status: 500, body: { ...MTN_CURRENCY_NOT_SUPPORTED } };
+    }
     if (this.transfers.has(referenceId)) return { status: 409, body: { code: 'RESOURCE_ALREADY_EXIST', message: 'Duplicated reference id. Creation of resource failed.' } };
     if (product === 'disbursement') {
       const original = this.transfers.get(body.referenceIdToRefund as string);
       if (!original || original.status !== 'SUCCESSFUL') return { status: 404, body: { code: 'RESOURCE_NOT_FOUND', message: 'Requested resource was not found.' } };
     }
-    this.transfers.set(referenceId, {
+    const transfer: Transfer = {
       product,
       referenceId,
       body,
       payer: product === 'collection' ? (payer!.partyId as string) : '',
       status: 'PENDING',
       callbackUrl: header(request, 'x-callback-url'),
-    });
+    };
+    this.transfers.set(referenceId, transfer);
+    if (product === 'disbursement' && this.autoSettleRefunds) {
+      this.decide(transfer);
+      // The callback follows the 202, as MTN's does.
+      setImmediate(() => void this.notify(transfer));
+    }
     return { status: 202 };
   }
 }

@@ -19,7 +19,7 @@
  * the webhook secret, unless webhooks are dropped.
  */
 import { randomBytes } from 'node:crypto';
-import { signWaveWebhook } from '../../common/operator-callbacks.js';
+import { signWaveWebhook } from '../../worker/operators/wave/callbacks.js';
 import { FakeServer, header, sendCallback, type FakeAnswer, type FakeRequest } from './fake-server.js';
 
 export interface WaveSession {

@@ -24,6 +24,7 @@ import {
 import { mergedMetadataTooLarge, mergeMetadata, METADATA_MAX_KEYS } from '../../common/metadata.js';
 import { formatAmount } from '../../common/money.js';
 import { catalogEntry, countryOf, currenciesIn, flowOf, predictOperator, termsFor, termsIn } from '../../common/operator-catalog.js';
+import { MTN_SANDBOX } from '../../common/operator-accounts.js';
 import type { CancelInput, ConfirmInput, OperatorOutcomeData, PaymentIntentUpdateInput } from '../../common/jobs.js';
 
 export type Decision =
@@ -48,8 +49,16 @@ export interface DecideContext {
   baseUrl: string;
   /** A fresh unguessable token (the test checkout page's). */
   token: () => string;
-  /** Live mode: the operators that have a connector (worker/operators/connector.ts). */
+  /** Live mode: the operators that have an account (worker/operators/registry.ts). */
   liveOperators: ReadonlySet<string>;
+  /**
+   * Live mode: the account of `operator` that serves the payer's number
+   * (common/operator-accounts.ts), null when none does. Absent: any operator of
+   * `liveOperators` is served (unit tests).
+   */
+  liveAccount?: (operator: string, phone: string) => { id: string; sandbox: boolean } | null;
+  /** Live mode: how long the payer may be asked, per operator (`OPERATOR_APPROVAL_WINDOW_MS`, DESIGN section 14). */
+  liveApprovalWindowMs?: (operator: string) => number;
   /**
    * Live mode, redirect flow: the operator's checkout for the attempt this confirm
    * starts (`attempt` = the intent's + 1), asked for before the decision
@@ -138,6 +147,43 @@ function catalogRefusal(doc: PaymentIntentDoc, operator: string, phone: string):
   return null;
 }
 
+/** Live mode: the account serving `phone` for `operator`, or null (every operator of `liveOperators` when no router is given). */
+function liveAccountOf(operator: string, phone: string, ctx: DecideContext): { id: string; sandbox: boolean } | null {
+  if (!ctx.liveOperators.has(operator)) return null;
+  return ctx.liveAccount ? ctx.liveAccount(operator, phone) : { id: operator, sandbox: false };
+}
+
+function notConfigured(operator: string, phone: string): ErrorDetail {
+  const country = countryOf(phone);
+  const where = country ? `${country.name} (+${country.callingCode})` : 'this number\'s country';
+  const group = operator === 'mtn_momo' ? 'MTN_MOMO_*' : operator === 'mpesa' ? 'MPESA_*' : operator === 'wave' ? 'WAVE_* (and WAVE_COUNTRY)' : null;
+  const how = group
+    ? `set the ${group} variables for an account that serves it, or add one to OPERATOR_ACCOUNTS_FILE (docs/operating.md, "Live operators")`
+    : 'this service has no connector for it yet (docs/operating.md, "Live operators")';
+  return {
+    code: 'operator_not_configured',
+    message: `No live ${operator} account serves ${where}: ${how}.`,
+    param: 'operator',
+  };
+}
+
+/**
+ * MTN's sandbox account takes EUR and MTN's test numbers only (DESIGN section 14),
+ * whatever the catalog says of real countries.
+ */
+function sandboxRefusal(doc: PaymentIntentDoc, phone: string): ErrorDetail | null {
+  if (!MTN_SANDBOX.numbers.test(phone)) {
+    return { code: 'phone_number_invalid', message: "Invalid phone_number: MTN's sandbox takes its test numbers only, +46733123450 to +46733123459.", param: 'phone_number' };
+  }
+  if (doc.currency !== MTN_SANDBOX.currency) {
+    return { code: 'currency_not_supported', message: `MTN's sandbox takes eur only, not ${doc.currency}. Update the PaymentIntent's currency.`, param: 'currency' };
+  }
+  if (doc.amount < MTN_SANDBOX.minAmount || doc.amount > MTN_SANDBOX.maxAmount) {
+    return { code: doc.amount < MTN_SANDBOX.minAmount ? 'amount_too_small' : 'amount_too_large', message: `Invalid amount: MTN's sandbox takes ${formatAmount(MTN_SANDBOX.minAmount, 'eur')} to ${formatAmount(MTN_SANDBOX.maxAmount, 'eur')}.`, param: 'amount' };
+  }
+  return null;
+}
+
 /** The operator of a confirm: named, selected, or predicted from the number (common/operator-catalog.ts). */
 function resolveOperator(doc: PaymentIntentDoc, input: ConfirmInput): string | ErrorDetail {
   if (input.operator !== null) {
@@ -199,19 +245,14 @@ export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: D
   if (doc.status === 'requires_action') return decideOtp(doc, input, ctx);
   const operator = resolveOperator(doc, input);
   if (typeof operator !== 'string') return refuse(operator);
-  const refusal = catalogRefusal(doc, operator, input.phone_number);
+  const account = doc.livemode ? liveAccountOf(operator, input.phone_number, ctx) : null;
+  const refusal = account?.sandbox ? sandboxRefusal(doc, input.phone_number) : catalogRefusal(doc, operator, input.phone_number);
   if (refusal !== null) return refuse(refusal);
   const flow = flowOf(operator);
   if (input.otp !== null && flow !== 'otp') {
     return refuse({ code: 'parameter_invalid', message: `Invalid otp: ${operator} does not use one-time codes.`, param: 'otp' });
   }
-  if (doc.livemode && !ctx.liveOperators.has(operator)) {
-    return refuse({
-      code: 'operator_not_configured',
-      message: `No live connector is configured for ${operator}: live payments through it cannot be made yet.`,
-      param: 'operator',
-    });
-  }
+  if (doc.livemode && account === null) return refuse(notConfigured(operator, input.phone_number));
   const attempt = (doc.attempt ?? 0) + 1;
   const payment = {
     operator,
@@ -219,6 +260,7 @@ export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: D
     phone_masked: maskPhone(input.phone_number),
     return_url: input.return_url,
     checkout_token: null as string | null,
+    ...(account ? { account: account.id } : {}),
   };
   const started: PaymentIntentDoc = { ...doc, attempt, payment, last_payment_error: null };
   // Live mode has no magic numbers: the operator answers.
@@ -237,7 +279,7 @@ export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: D
           operator,
           phone_number: payment.phone_masked,
           display_message: `Approve the payment of ${formatAmount(doc.amount, doc.currency)} on your phone.`,
-          expires_at: ctx.now + Math.ceil(ctx.simulator.approvalWindowMs / 1000),
+          expires_at: ctx.now + Math.ceil((doc.livemode && ctx.liveApprovalWindowMs ? ctx.liveApprovalWindowMs(operator) : ctx.simulator.approvalWindowMs) / 1000),
         },
       };
       return {
@@ -393,8 +435,26 @@ function settleDelayMs(outcome: SimulatedOutcome, ctx: DecideContext, payerStepW
   return slow ? ctx.simulator.slowDelayMs : ctx.simulator.processingDelayMs;
 }
 
-export function decideCancel(doc: PaymentIntentDoc, input: CancelInput, now: number): Decision {
+/**
+ * Live mode (DESIGN section 14, "Cancel withdraws or refuses"): an MTN or M-Pesa
+ * prompt that may have reached the payer's phone cannot be withdrawn, so its attempt
+ * is not cancelled: only the operator's answer ends it. A Wave session is withdrawn
+ * (expired at Wave) by the cancel job before this decision (`withdrawn`).
+ */
+export function decideCancel(doc: PaymentIntentDoc, input: CancelInput, now: number, withdrawn = false): Decision {
   if (doc.status !== 'new' && doc.status !== 'requires_action') return unexpected(doc, 'cancel');
+  const payment = doc.payment;
+  const asked = doc.livemode && doc.status === 'requires_action' && payment && (payment.requested || payment.requesting_since);
+  if (asked && !withdrawn) {
+    return {
+      kind: 'refuse',
+      status: 400,
+      detail: {
+        code: 'payment_intent_unexpected_state',
+        message: `You cannot cancel this PaymentIntent because it has a status of requires_action and ${payment.operator} has asked the payer to approve it; such a request cannot be withdrawn. Wait for the operator's answer (payment_intent.succeeded or payment_intent.payment_failed).`,
+      },
+    };
+  }
   return {
     kind: 'apply',
     set: { ...endAttempt(doc), status: 'canceled', canceled_at: now, cancellation_reason: input.cancellation_reason },
@@ -506,8 +566,20 @@ function decideLiveOutcome(doc: PaymentIntentDoc, data: OperatorOutcomeData, ctx
   if (!result) return { kind: 'skip', reason: 'live mode: only the operator\'s answer decides an attempt' };
   if (doc.status !== 'requires_action' && doc.status !== 'processing') return { kind: 'skip', reason: `arrived too late: the intent is ${doc.status}` };
   switch (result.kind) {
-    case 'pending':
-      return { kind: 'skip', reason: 'the operator has not answered finally' };
+    case 'pending': {
+      // A failed try the operator keeps open for another (Wave): shown once, the intent still waiting.
+      const tried = result.failedTry;
+      if (!tried || doc.status !== 'requires_action' || !doc.payment || doc.payment.failed_try === tried.key) {
+        return { kind: 'skip', reason: 'the operator has not answered finally' };
+      }
+      return {
+        kind: 'apply',
+        set: { last_payment_error: paymentError(doc.payment.operator, tried.code), payment: { ...doc.payment, failed_try: tried.key } },
+        event: 'payment_intent.payment_failed',
+        answer: 'object',
+        followUps: [],
+      };
+    }
     case 'declined':
       return decline(doc, result.code, 'object', ctx.now);
     case 'succeeded': {
@@ -528,9 +600,15 @@ function decideLiveOutcome(doc: PaymentIntentDoc, data: OperatorOutcomeData, ctx
 }
 
 /** The expiry job of `expires_at`: from `new` or `requires_action`; an attempt in `processing` resolves first. */
-export function decideExpiry(doc: PaymentIntentDoc, scheduledFor: number, now: number): Decision {
+export function decideExpiry(doc: PaymentIntentDoc, scheduledFor: number, now: number, withdrawn = false): Decision {
   if (doc.expires_at !== scheduledFor) return { kind: 'skip', reason: 'expires_at was changed' };
   if (doc.status !== 'new' && doc.status !== 'requires_action') return { kind: 'skip', reason: `the intent is ${doc.status}` };
+  // Live mode (DESIGN section 14): an attempt the operator may still approve is not expired
+  // blind; its checks go on, and its final answer (a decline) hands the intent to its expiry.
+  const payment = doc.payment;
+  if (doc.livemode && doc.status === 'requires_action' && payment && (payment.requested || payment.requesting_since) && !withdrawn) {
+    return { kind: 'skip', reason: 'the operator has not answered this attempt finally' };
+  }
   // BullMQ runs a delayed job at or after its time; a second of slack for clocks.
   if (doc.expires_at > now + 1) return { kind: 'skip', reason: 'not expired yet' };
   return {

@@ -51,13 +51,24 @@ export async function scheduleExpiry(queue: TypedQueue<'intents'>, pi: Target, n
   );
 }
 
-/** Check `n` of an attempt, after `delayMs`. A callback's (`cb`) is removed once done, so a later callback looks again. */
+/**
+ * Check `n` of an attempt, after `delayMs`. A callback's (`cb`) is removed once done,
+ * so a later callback looks again. `replaceFailed` (the sweeper's): a job of that id
+ * left failed (its retries spent on a fault that outlasted them) is removed first, so
+ * the check runs again instead of BullMQ ignoring a known id (DESIGN section 14: no
+ * job is left failed with an id the sweeper cannot re-add).
+ */
 export async function scheduleCheck(
   queue: TypedQueue<'intents'>,
   target: { paymentIntent: string; attempt: number; project?: string; livemode?: boolean },
   n: number | 'cb',
   delayMs: number,
+  replaceFailed = false,
 ): Promise<void> {
+  if (replaceFailed) {
+    const existing = await queue.getJob(operatorCheckJobId(target.paymentIntent, target.attempt, n));
+    if (existing && (await existing.isFailed())) await existing.remove().catch(() => undefined);
+  }
   await queue.add(
     JOBS.operatorCheck,
     { ...target, n },

@@ -29,23 +29,32 @@
  * asked of an operator whose catalog entry supports it (common/refund-support.ts).
  * Test mode's implementation is the simulator (./simulator.ts).
  *
- * Register a connector in `liveConnectors()` below, keyed by operator name, and
- * make `liveOperatorConfigured` (common/operator-status.ts) answer true for the same
- * operators, so that `GET /v1/operators` reports them. What each operator takes
- * (countries, currencies, bounds, refunds) is the catalog's (common/operator-catalog.ts).
+ * Every connector lives in its operator's folder (`mtn-momo/`, `mpesa/`, `wave/`:
+ * the connector, its wire types and transformers, and the callbacks' checks the api
+ * uses); ./registry.ts maps an operator id to its connector and builds one per
+ * account (common/operator-accounts.ts). What each operator takes (countries,
+ * currencies, bounds, refunds) is the catalog's (common/operator-catalog.ts).
+ *
+ * DESIGN section 14 adds what every connector must tell apart:
+ *
+ * - **No record is not pending.** `outcome` and `refundOutcome` answer `not_found`
+ *   when the operator's own lookup by our reference shows it holds nothing: only
+ *   then may an attempt refused with an unexpected 4xx end as
+ *   `operator_request_rejected`, and only then may a refund whose answer was lost be
+ *   asked again.
+ * - **Throttling is no refusal.** A 429 (the token call's too) is thrown as
+ *   `OperatorUnavailableError` with reason `throttled` and its `Retry-After`
+ *   (./operator-http.ts): nothing was asked, nothing is declined.
+ * - **Withdraw what can be withdrawn.** `withdraw` closes an attempt at the operator
+ *   before a cancel, an expiry or a replacement ends it (Wave expires its session);
+ *   an operator whose prompt cannot be withdrawn answers `cannot`.
  *
  * How they are wired into the lifecycle (callback routes, polling, where pending
  * attempts live) is written down in docs/payments.md, "Live operators".
  */
 import type { Db } from 'mongodb';
 import type { Redis } from 'ioredis';
-import type { LiveOperatorsConfig } from '../../common/config.js';
 import type { DeclineCode, OperatorAnswer } from '../../common/lifecycle.js';
-import { OperatorUnavailableError } from '../../common/infra-errors.js';
-import { recordOperatorCall } from '../../common/operator-status.js';
-import { mtnMomoConnector } from './mtn-momo.js';
-import { mpesaConnector } from './mpesa.js';
-import { waveConnector } from './wave.js';
 
 export interface PaymentAttemptRequest {
   /** `pi_…:<attempt>`: unique per attempt, the source of the operator-side reference. */
@@ -61,8 +70,15 @@ export interface PaymentAttemptRequest {
   callbackUrl: string;
 }
 
-/** The operator's answer about an attempt: what decides a live intent (common/lifecycle.ts). */
-export type OperatorResult = OperatorAnswer;
+/**
+ * The operator's answer about an attempt: what decides a live intent
+ * (common/lifecycle.ts), or `not_found`: the operator's lookup by our reference
+ * shows it holds no such request (it was never created there).
+ */
+export type OperatorResult = OperatorAnswer | { kind: 'not_found' };
+
+/** What `withdraw` did: closed at the operator, already paid there (its answer), or not possible with this operator. */
+export type WithdrawResult = { kind: 'withdrawn' } | { kind: 'paid'; answer: OperatorAnswer } | { kind: 'cannot' };
 
 export interface PaymentRequested {
   operatorReference?: string;
@@ -84,7 +100,9 @@ export interface RefundRequest {
 export type RefundResult =
   | { kind: 'succeeded'; operatorReference?: string }
   | { kind: 'failed'; code: DeclineCode; operatorCode?: string }
-  | { kind: 'pending'; operatorReference?: string };
+  | { kind: 'pending'; operatorReference?: string }
+  /** The operator holds no refund of ours by this reference (`refundOutcome` only). */
+  | { kind: 'not_found' };
 
 export interface OperatorConnector {
   /** Asks the operator for the payment (a push to the payer's phone, a checkout session). */
@@ -97,8 +115,16 @@ export interface OperatorConnector {
    * infrastructure fault (timeout, 5xx), which is retried, never a failure.
    */
   refund(request: RefundRequest): Promise<RefundResult>;
-  /** The operator's current answer about a refund asked for with `refund`. */
-  refundOutcome(refundId: string, operatorReference?: string): Promise<RefundResult>;
+  /**
+   * The operator's current answer about a refund asked for with `refund`, read from
+   * the operator's own record (MTN's refund GET, Wave's session, Daraja's recorded
+   * `Result` or its Transaction Status), never assumed.
+   */
+  refundOutcome(request: RefundRequest, operatorReference?: string): Promise<RefundResult>;
+  /** Closes an attempt the payer has not paid, where the operator allows it (Wave). */
+  withdraw(attemptId: string, operatorReference?: string): Promise<WithdrawResult>;
+  /** One cheap authenticated call (a token): resolves when the operator answers. Used while the account's breaker is open. */
+  probe(): Promise<void>;
 }
 
 export type OperatorConnectors = ReadonlyMap<string, OperatorConnector>;
@@ -115,6 +141,8 @@ export class OperatorRequestError extends Error {
     readonly status: number,
     readonly operatorCode: string | undefined,
     readonly declineCode?: DeclineCode,
+    /** False when the request itself never left (its token was refused): the operator certainly created nothing. */
+    readonly sent: boolean = true,
   ) {
     super(`${operator} refused the request (${status}${operatorCode ? ` ${operatorCode}` : ''})`);
     this.name = 'OperatorRequestError';
@@ -129,44 +157,16 @@ export interface ConnectorDeps {
   db: Db;
   /** Namespace of Redis keys (`QUEUE_PREFIX`). */
   prefix: string;
+  /** The service key of the callback URLs' tokens (common/service-keys.ts, `operator-callbacks`). */
+  callbackKey: () => Promise<Buffer>;
   now?: () => number;
 }
+
+/** What a connector is built with: the shared deps, the clock and the operator timeout. */
+export type BuildDeps = ConnectorDeps & { now: () => number; timeoutMs: number };
 
 /** `{PUBLIC_BASE_URL}/operators/{operator}/{path}`: where an operator's callbacks arrive. */
 export function operatorCallbackUrl(publicBaseUrl: string, operator: string, path: string): string {
   return `${publicBaseUrl.replace(/\/+$/, '')}/operators/${operator}/${path}`;
 }
 
-/** The live connectors of this deployment: one per operator whose config group is complete. */
-export function liveConnectors(config: { liveOperators: LiveOperatorsConfig }, deps: ConnectorDeps): OperatorConnectors {
-  const { mtnMomo, mpesa, wave, timeoutMs } = config.liveOperators;
-  const shared = { ...deps, now: deps.now ?? Date.now, timeoutMs };
-  const connectors = new Map<string, OperatorConnector>();
-  if (mtnMomo) connectors.set('mtn_momo', recordingHealth('mtn_momo', mtnMomoConnector(mtnMomo, shared), shared));
-  if (mpesa) connectors.set('mpesa', recordingHealth('mpesa', mpesaConnector(mpesa, shared), shared));
-  if (wave) connectors.set('wave', recordingHealth('wave', waveConnector(wave, shared), shared));
-  return connectors;
-}
-
-/**
- * Counts each call's fate for `GET /v1/operators`' `degraded` (common/operator-status.ts):
- * answered, or no answer (`OperatorUnavailableError`). Counts only, best effort.
- */
-function recordingHealth(operator: string, connector: OperatorConnector, deps: ConnectorDeps & { now: () => number }): OperatorConnector {
-  const counted = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    try {
-      const result = await call(...args);
-      void recordOperatorCall(deps.redis, deps.prefix, operator, true, deps.now());
-      return result;
-    } catch (err) {
-      void recordOperatorCall(deps.redis, deps.prefix, operator, !(err instanceof OperatorUnavailableError), deps.now());
-      throw err;
-    }
-  };
-  return {
-    requestPayment: counted((request) => connector.requestPayment(request)),
-    outcome: counted((attemptId, reference) => connector.outcome(attemptId, reference)),
-    refund: counted((request) => connector.refund(request)),
-    refundOutcome: counted((refundId, reference) => connector.refundOutcome(refundId, reference)),
-  };
-}

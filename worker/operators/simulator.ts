@@ -33,7 +33,8 @@ export function refundSimulator(config: Pick<SimulatorConfig, 'slowDelayMs'>, no
     async refund(request) {
       return { kind: 'pending', operatorReference: reference(request) };
     },
-    async refundOutcome(refundId, operatorReference): Promise<RefundResult> {
+    async refundOutcome(request, operatorReference): Promise<RefundResult> {
+      const refundId = request.refundId;
       const suffix = /^sim_([0-9]{3})_/.exec(operatorReference ?? '')?.[1] ?? '000';
       if (suffix === REFUND_FAILS_SUFFIX) return { kind: 'failed', code: 'payer_account_blocked', operatorCode: 'ACCOUNT_BLOCKED' };
       if (suffix === REFUND_SLOW_SUFFIX && now() < idTime(refundId) + config.slowDelayMs) return { kind: 'pending', ...(operatorReference ? { operatorReference } : {}) };

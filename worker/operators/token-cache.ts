@@ -47,6 +47,12 @@ export class TokenCache {
     return this.refreshing;
   }
 
+  /** Asks the operator for a new token (and keeps it): the breaker's probe (common/operator-breaker.ts). */
+  async probe(): Promise<void> {
+    this.current = null;
+    await this.get();
+  }
+
   /** Forgets `token` if it is still the cached one (the operator refused it). */
   invalidate(token: string): void {
     if (this.current?.token === token) this.current = null;

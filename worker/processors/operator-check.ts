@@ -1,30 +1,36 @@
 /**
- * Live mode: one look at an attempt at its operator (DESIGN.md section 12; issue 28).
- * Only the operator's answer, read here through the attempt's connector, decides a
- * live intent (security review M3): the job hands it to `decideOutcome` as the
- * outcome's `result`.
+ * Live mode: one look at an attempt at its operator (DESIGN.md sections 12 and 14).
+ * Only the operator's answer, read here through the attempt's account's connector,
+ * decides a live intent: the job hands it to `decideOutcome` as the outcome's `result`.
  *
- * - **The first check asks for the payment** of a push operator (MTN MoMo, M-Pesa):
- *   after the confirm's transition committed, so a concurrent cancel cannot be
- *   overtaken, and never in the api's request. The connector is idempotent on the
- *   attempt id (MTN: the X-Reference-Id derived from it, 409 counting as success;
- *   M-Pesa: its claim in MongoDB), so a retried job asks again and the payer is
- *   asked once. A redirect operator (Wave) was asked by the confirm itself.
+ * - **The first check asks for the payment** of a push operator (MTN MoMo, M-Pesa),
+ *   after the confirm's transition committed, and never after the attempt's window
+ *   (`OPERATOR_APPROVAL_WINDOW_MS`, the approval's `expires_at`): a request the
+ *   operator has not accepted by then is never sent, and the attempt fails
+ *   `operator_unavailable` (the payer was never asked). Before it asks, it notes
+ *   `requesting_since` on the attempt: from then on the payer may be asked, and a
+ *   cancel is refused. The connector is idempotent on the attempt id, so a retried
+ *   check asks again and the payer is asked once. A redirect operator (Wave) was
+ *   asked by the confirm itself.
  * - **Later checks read the answer** (`outcome`). A final one is applied in the same
- *   job; a pending one schedules the next check, with backoff
- *   (`OPERATOR_POLL_SCHEDULE_MS`, ±20%), until the attempt's window has closed (the
- *   approval's `expires_at`, or the intent's for a redirect) plus a grace; the check
- *   after that declines the attempt `approval_timeout` if the operator still says
- *   pending.
+ *   job; a pending one schedules the next check on `OPERATOR_POLL_SCHEDULE_MS`
+ *   (±20%), past the window if need be, until the operator answers finally: our clock
+ *   never declines what the operator may still approve. Only when an intent's
+ *   attempt is still pending a day past its `expires_at` does the attempt end
+ *   (`operator_unavailable`, logged), so no attempt is polled for ever.
+ * - **Faults and throttling are retried on the same schedule**: a timeout, a 5xx, a
+ *   429 (its `Retry-After` honoured) or a refused token is no answer; the next check
+ *   comes no sooner than the schedule's step (the account's breaker counts it,
+ *   worker/operators/registry.ts). Nothing is recorded as requested that was not.
+ * - **An unexpected refusal is looked up**: a 4xx at the push that is neither a
+ *   decline nor throttling ends the attempt `operator_request_rejected` only when the
+ *   operator's status lookup shows it created nothing.
  * - **The pending set is in MongoDB.** Each scheduled check is first written on the
  *   intent (`payment.checks`, `payment.next_check_at`); the intents sweeper enqueues
  *   a due one again under the same job id, so a Redis that lost its jobs strands no
  *   attempt (processors/sweep-intents.ts).
  * - **Callbacks only say "look again"** (`n: 'cb'`, api/routes/operator-callbacks.ts):
- *   the same look, without scheduling anything. An unknown, finished or other-mode
- *   intent changes nothing.
- * - An operator's 5xx, a timeout or a refused connection (`OperatorUnavailableError`)
- *   is thrown: the job retries with backoff, never a decline.
+ *   the same look, without scheduling anything, at most one per attempt per second.
  */
 import type { Job } from 'bullmq';
 import type { PaymentIntentDoc } from '../../common/documents.js';
@@ -35,13 +41,15 @@ import { returnUrlFor } from '../../common/return-url.js';
 import { decideOutcome } from '../lifecycle/decide.js';
 import { scheduleCheck } from '../lifecycle/follow-ups.js';
 import { transition } from '../lifecycle/transition.js';
-import { operatorCallbackUrl, OperatorRequestError } from '../operators/connector.js';
+import { createHash } from 'node:crypto';
+import { OperatorUnavailableError } from '../../common/infra-errors.js';
+import { operatorCallbackUrl, OperatorRequestError, type OperatorConnector, type OperatorResult } from '../operators/connector.js';
 import { INTENT_LOCK, intentLockKey, RecordLock } from '../record-lock.js';
 import { intentTokenReplacement } from '../../common/intent-tokens.js';
 import { contextOf, type LifecycleDeps } from './payment-intent-lifecycle.js';
 
-/** After the attempt's window: how long its checks go on (operators answer late). */
-export const CHECK_GRACE_S = 120;
+/** How long past the intent's `expires_at` an attempt the operator still calls pending is polled. */
+export const FINAL_ANSWER_LIMIT_S = 24 * 3600;
 
 export interface CheckDeps extends LifecycleDeps {
   pollScheduleMs: number[];
@@ -95,6 +103,84 @@ async function readIntent(deps: LifecycleDeps, data: OperatorCheckData): Promise
   return deps.collections.paymentIntents.findOne({ _id: data.paymentIntent }, { projection });
 }
 
+/** The connector of the attempt's account (worker/operators/registry.ts). */
+function connectorOf(deps: CheckDeps, payment: NonNullable<PaymentIntentDoc['payment']>): OperatorConnector {
+  const connector = deps.connectors.get(payment.operator, payment.account);
+  // Removed from the configuration since the confirm: retried, until it is back.
+  if (!connector) throw new Error(`no live connector for ${payment.operator} (account ${payment.account ?? 'default'})`);
+  return connector;
+}
+
+type Look = { result: OperatorAnswer } | { retryAfterMs: number | undefined; why: string };
+
+/**
+ * Asks (first check) or reads (later checks) the operator: its answer, or why there
+ * was none (a fault, throttling), with the operator's `Retry-After`.
+ */
+async function look(deps: CheckDeps, doc: PaymentIntentDoc, data: OperatorCheckData, connector: OperatorConnector): Promise<Look | 'not_requested'> {
+  const payment = doc.payment!;
+  const attemptId = `${doc._id}:${data.attempt}`;
+  try {
+    if (payment.requested) return { result: pendingIfUnknown(await connector.outcome(attemptId, payment.operator_reference ?? undefined)) };
+    // A callback before the first check ran (forged, or early): the first check asks.
+    if (data.n === 'cb') return 'not_requested';
+    // The window has closed before the operator accepted the request: it is never sent.
+    if (deps.now() >= attemptWindowEnd(doc) * 1000) {
+      // Unless an earlier try of this check may have reached it: then its record decides.
+      if (payment.requesting_since) {
+        const found = await connector.outcome(attemptId, payment.operator_reference ?? undefined);
+        if (found.kind !== 'not_found') return { result: found };
+      }
+      return { result: { kind: 'declined', code: 'operator_unavailable', operatorCode: 'window_closed_unsent' } };
+    }
+    if (!payment.phone_number) throw new Error(`attempt ${attemptId} has no phone number to ask the operator with`);
+    if (!payment.requesting_since) await setOnAttempt(deps, doc, { requesting_since: deps.now() });
+    const requested = await connector.requestPayment({
+      attemptId,
+      paymentIntent: doc._id,
+      amount: doc.amount,
+      currency: doc.currency,
+      phoneNumber: payment.phone_number,
+      returnUrl: payment.return_url ? returnUrlFor(payment.return_url, { id: doc._id, clientSecret: doc.client_secret }) : null,
+      callbackUrl: operatorCallbackUrl(deps.publicBaseUrl ?? '', payment.operator, 'callback'),
+    });
+    await setOnAttempt(deps, doc, { requested: true, operator_reference: requested.operatorReference ?? null });
+    payment.requested = true;
+    payment.operator_reference = requested.operatorReference ?? null;
+    return { result: { kind: 'pending' } };
+  } catch (err) {
+    if (err instanceof OperatorUnavailableError) {
+      deps.logger.warn({ payment_intent: doc._id, attempt: data.attempt, operator: payment.operator, reason: err.reason, status: err.status, operator_message: err.operatorMessage }, 'operator gave no answer; checked again on the poll schedule');
+      return { retryAfterMs: err.retryAfterMs, why: err.reason };
+    }
+    if (!(err instanceof OperatorRequestError)) throw err;
+    deps.logger.warn({ payment_intent: doc._id, attempt: data.attempt, operator: payment.operator, status: err.status, operator_code: err.operatorCode }, 'operator refused a request');
+    if (err.declineCode) return { result: { kind: 'declined', code: err.declineCode, ...(err.operatorCode ? { operatorCode: err.operatorCode } : {}) } };
+    if (payment.requested) return { retryAfterMs: undefined, why: 'lookup_refused' };
+    return refusedRequest(deps, doc, attemptId, connector, err);
+  }
+}
+
+/** A request refused with an unexpected 4xx: rejected only when the operator certainly holds nothing by our reference. */
+async function refusedRequest(deps: CheckDeps, doc: PaymentIntentDoc, attemptId: string, connector: OperatorConnector, err: OperatorRequestError): Promise<Look> {
+  const rejected: Look = { result: { kind: 'declined', code: 'operator_request_rejected', operatorCode: err.operatorCode ?? String(err.status) } };
+  if (!err.sent) return rejected;
+  try {
+    const found = await connector.outcome(attemptId, doc.payment?.operator_reference ?? undefined);
+    if (found.kind === 'not_found') return rejected;
+    await setOnAttempt(deps, doc, { requested: true });
+    return { result: found };
+  } catch (lookupErr) {
+    if (!(lookupErr instanceof OperatorUnavailableError) && !(lookupErr instanceof OperatorRequestError)) throw lookupErr;
+    return { retryAfterMs: lookupErr instanceof OperatorUnavailableError ? lookupErr.retryAfterMs : undefined, why: 'lookup_failed' };
+  }
+}
+
+/** An operator with no record of a request we made is still pending (its request may not have landed yet). */
+function pendingIfUnknown(result: OperatorResult): OperatorAnswer {
+  return result.kind === 'not_found' ? { kind: 'pending' } : result;
+}
+
 export async function checkAttempt(deps: CheckDeps, job: Job<OperatorCheckData>): Promise<{ status: string | null; answer?: string }> {
   const data = job.data;
   const doc = await readIntent(deps, data);
@@ -103,66 +189,41 @@ export async function checkAttempt(deps: CheckDeps, job: Job<OperatorCheckData>)
   if ((doc.attempt ?? 0) !== data.attempt || !(IN_FLIGHT as readonly string[]).includes(doc.status)) return { status: doc.status, answer: 'over' };
   if (typeof data.n === 'number' && data.n < (doc.payment.checks ?? 0)) return { status: doc.status, answer: 'superseded' };
   const payment = doc.payment;
-  const connector = deps.connectors.get(payment.operator);
-  // Removed from the configuration since the confirm: retried, until it is back.
-  if (!connector) throw new Error(`no live connector for ${payment.operator}`);
-  const attemptId = `${doc._id}:${data.attempt}`;
-  let result: OperatorAnswer;
-  try {
-    if (!payment.requested) {
-      // A callback before the first check ran (forged, or early): the first check asks.
-      if (data.n === 'cb') return { status: doc.status, answer: 'not_requested' };
-      if (!payment.phone_number) throw new Error(`attempt ${attemptId} has no phone number to ask the operator with`);
-      const requested = await connector.requestPayment({
-        attemptId,
-        paymentIntent: doc._id,
-        amount: doc.amount,
-        currency: doc.currency,
-        phoneNumber: payment.phone_number,
-        returnUrl: payment.return_url ? returnUrlFor(payment.return_url, { id: doc._id, clientSecret: doc.client_secret }) : null,
-        callbackUrl: operatorCallbackUrl(deps.publicBaseUrl ?? '', payment.operator, 'callback'),
-      });
-      await setOnAttempt(deps, doc, { requested: true, operator_reference: requested.operatorReference ?? null });
-      payment.operator_reference = requested.operatorReference ?? null;
-      result = { kind: 'pending' };
-    } else {
-      result = await connector.outcome(attemptId, payment.operator_reference ?? undefined);
-    }
-  } catch (err) {
-    if (!(err instanceof OperatorRequestError)) throw err;
-    // The operator refused the request itself: a payer it does not know is its answer;
-    // anything else (credentials, a malformed request) leaves the attempt to its window.
-    deps.logger.warn({ payment_intent: doc._id, attempt: data.attempt, operator: payment.operator, status: err.status, operator_code: err.operatorCode }, 'operator refused a request');
-    if (err.declineCode) {
-      result = { kind: 'declined', code: err.declineCode, ...(err.operatorCode ? { operatorCode: err.operatorCode } : {}) };
-    } else {
-      if (!payment.requested) await setOnAttempt(deps, doc, { requested: true });
-      result = { kind: 'pending' };
-    }
-  }
+  const looked = await look(deps, doc, data, connectorOf(deps, payment));
+  if (looked === 'not_requested') return { status: doc.status, answer: 'not_requested' };
   const nowMs = deps.now();
-  if (result.kind === 'pending') {
-    if (data.n === 'cb') return { status: doc.status, answer: 'pending' };
-    const closesAt = (attemptWindowEnd(doc) + CHECK_GRACE_S) * 1000;
-    if (nowMs < closesAt) {
+  let result: OperatorAnswer | null = 'result' in looked ? looked.result : null;
+  if (result === null || result.kind === 'pending') {
+    if (result?.kind === 'pending' && result.failedTry) await apply(deps, job, doc, data, result);
+    if (data.n === 'cb') return { status: doc.status, answer: result ? 'pending' : 'unavailable' };
+    if (nowMs < (doc.expires_at + FINAL_ANSWER_LIMIT_S) * 1000) {
       const next = data.n + 1;
-      // The last check lands just after the window and its grace.
-      const delay = Math.min(checkDelayMs(deps.pollScheduleMs, next, deps.random), closesAt - nowMs + 1000);
+      const retryAfter = result === null && 'retryAfterMs' in looked ? (looked.retryAfterMs ?? 0) : 0;
+      const delay = Math.max(checkDelayMs(deps.pollScheduleMs, next, deps.random), retryAfter);
       await setOnAttempt(deps, doc, { checks: next, next_check_at: nowMs + delay });
       await scheduleCheck(deps.intentsQueue, { paymentIntent: doc._id, attempt: data.attempt, project: doc.project, livemode: true }, next, delay);
-      return { status: doc.status, answer: 'pending' };
+      return { status: doc.status, answer: result ? 'pending' : 'unavailable' };
     }
-    // The window and its grace are over, and the operator still has no final answer.
-    result = { kind: 'declined', code: 'approval_timeout', operatorCode: 'window_closed' };
+    // A day past its expiry and still no final answer: the attempt ends (reconciliation finds any late money).
+    deps.logger.warn({ payment_intent: doc._id, attempt: data.attempt, operator: payment.operator }, 'operator never answered finally; the attempt ends');
+    result = { kind: 'declined', code: 'operator_unavailable', operatorCode: 'no_final_answer' };
   }
-  const answer = result;
-  const applied = await transition(
+  const applied = await apply(deps, job, doc, data, result);
+  if (result.kind === 'declined') {
+    deps.logger.info({ payment_intent: doc._id, attempt: data.attempt, operator: payment.operator, code: result.code, operator_code: result.operatorCode }, 'live attempt declined');
+  }
+  return { status: applied.kind === 'applied' || applied.kind === 'skipped' ? applied.doc.status : null, answer: result.kind };
+}
+
+/** Applies the operator's answer with `decideOutcome`. */
+export function apply(deps: LifecycleDeps, job: Job, doc: PaymentIntentDoc, data: { attempt: number }, answer: OperatorAnswer, suffix = ''): ReturnType<typeof transition> {
+  // A failed try keeps the attempt open: its transition's id names the try, so the next one is its own.
+  const id = answer.kind === 'pending' && answer.failedTry ? `try:${doc._id}:${data.attempt}:${hash(answer.failedTry.key)}` : `job:${String(job.id)}${suffix}`;
+  return transition(
     deps,
-    { target: doc._id, id: `job:${String(job.id)}`, project: doc.project, livemode: true, requestId: '', baseUrl: '' },
+    { target: doc._id, id, project: doc.project, livemode: true, requestId: '', baseUrl: '' },
     (current) => decideOutcome(current, { paymentIntent: doc._id, project: doc.project, livemode: true, attempt: data.attempt, step: 'settle', result: answer }, contextOf(deps, '')),
   );
-  if (answer.kind === 'declined') {
-    deps.logger.info({ payment_intent: doc._id, attempt: data.attempt, operator: payment.operator, code: answer.code, operator_code: answer.operatorCode }, 'live attempt declined');
-  }
-  return { status: applied.kind === 'applied' || applied.kind === 'skipped' ? applied.doc.status : null, answer: answer.kind };
 }
+
+const hash = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 16);

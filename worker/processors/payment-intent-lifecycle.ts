@@ -20,7 +20,11 @@ import type { Logger } from '../../common/logger.js';
 import { returnUrlFor } from '../../common/return-url.js';
 import { decideCancel, decideConfirm, decideExpiry, decideOutcome, decideUpdate, liveRedirectOperator, type DecideContext, type Decision } from '../lifecycle/decide.js';
 import { transition, type Mutation, type TransitionDeps, type TransitionResult } from '../lifecycle/transition.js';
-import { operatorCallbackUrl, OperatorRequestError, type OperatorConnectors } from '../operators/connector.js';
+import { operatorCallbackUrl, OperatorRequestError, type WithdrawResult } from '../operators/connector.js';
+import type { OperatorConnectors } from '../operators/registry.js';
+import { accountFor, type LiveOperator } from '../../common/operator-accounts.js';
+import { countryOf, flowOf } from '../../common/operator-catalog.js';
+import type { OperatorAnswer } from '../../common/lifecycle.js';
 import { findByIdInScope } from '../../common/mongo.js';
 import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
@@ -31,6 +35,8 @@ export interface LifecycleDeps extends TransitionDeps, MutationDeps {
   /** Declined or failed attempts an intent may have; then confirms are refused (`payment_attempt_limit`). */
   confirmFailureLimit: number;
   connectors: OperatorConnectors;
+  /** Live mode: how long the payer may be asked, per operator (DESIGN section 14). */
+  approvalWindowMs?: Readonly<Record<LiveOperator, number>>;
   logger: Logger;
   /** `PUBLIC_BASE_URL`: where live operators send their callbacks and payers back. */
   publicBaseUrl?: string | null;
@@ -46,7 +52,12 @@ export function contextOf(deps: LifecycleDeps, baseUrl: string, liveRedirect?: D
     simulator: deps.simulator,
     baseUrl,
     token: () => randomBase62(32),
-    liveOperators: new Set(deps.connectors.keys()),
+    liveOperators: deps.connectors.operators(),
+    liveAccount: (operator, phone) => {
+      const account = accountFor(deps.connectors.accounts, operator, countryOf(phone)?.code ?? null, phone);
+      return account ? { id: account.id, sandbox: account.sandbox } : null;
+    },
+    liveApprovalWindowMs: (operator) => deps.approvalWindowMs?.[operator as LiveOperator] ?? deps.simulator.approvalWindowMs,
     ...(liveRedirect ? { liveRedirect } : {}),
   };
 }
@@ -142,7 +153,8 @@ async function askLiveRedirect(deps: LifecycleDeps, data: ConfirmPaymentIntentDa
   const doc = await findByIdInScope(deps.collections.paymentIntents, data.target, data, { projection: { history: 0, created_event: 0 } });
   if (!doc || doc.status !== 'new' || (doc.failures ?? 0) >= deps.confirmFailureLimit) return null;
   const operator = liveRedirectOperator(doc, { ...data.input, phone_number: phone, otp: null });
-  const connector = operator === null ? undefined : deps.connectors.get(operator);
+  const account = operator === null ? null : accountFor(deps.connectors.accounts, operator, countryOf(phone)?.code ?? null, phone);
+  const connector = account ? deps.connectors.byId(account.id) : undefined;
   if (operator === null || !connector) return null;
   const attempt = (doc.attempt ?? 0) + 1;
   const returnUrl = data.input.return_url ? returnUrlFor(data.input.return_url, { id: doc._id, clientSecret: doc.client_secret }) : null;
@@ -165,8 +177,44 @@ async function askLiveRedirect(deps: LifecycleDeps, data: ConfirmPaymentIntentDa
   }
 }
 
-export function cancelPaymentIntent(deps: LifecycleDeps, job: Job<CancelPaymentIntentData>): Promise<CreateJobResult> {
-  return request(deps, job, (doc, ctx) => decideCancel(doc, job.data.input, ctx.now));
+/**
+ * A cancel of a live attempt that Wave holds first withdraws it (expires the session,
+ * DESIGN section 14), so its link can no longer be paid; a session Wave says was paid
+ * is applied instead (the intent succeeds), and the cancel is then refused as for any
+ * succeeded intent.
+ */
+export async function cancelPaymentIntent(deps: LifecycleDeps, job: Job<CancelPaymentIntentData>): Promise<CreateJobResult> {
+  const withdrawn = await withdrawLive(deps, job, job.data.target, job.data);
+  return request(deps, job, (doc, ctx) => decideCancel(doc, job.data.input, ctx.now, withdrawn));
+}
+
+/**
+ * Live mode: withdraws the attempt in flight of `target` at its operator when the
+ * operator allows it (Wave), before a cancel or an expiry ends it. True when it was
+ * withdrawn (or there was nothing to withdraw); a paid one is applied as the
+ * operator's answer, and false is returned.
+ */
+async function withdrawLive(deps: LifecycleDeps, job: Job, target: string, scope: { project?: string; livemode?: boolean }): Promise<boolean> {
+  if (!scope.livemode) return false;
+  const doc = await findByIdInScope(deps.collections.paymentIntents, target, scope as { project: string; livemode: boolean }, { projection: { history: 0, created_event: 0 } });
+  const payment = doc?.payment;
+  if (!doc || doc.status !== 'requires_action' || !payment?.requested || flowOf(payment.operator) !== 'redirect') return false;
+  const connector = deps.connectors.get(payment.operator, payment.account);
+  if (!connector) return false;
+  const attempt = doc.attempt ?? 0;
+  const withdrawn: WithdrawResult = await connector.withdraw(`${doc._id}:${attempt}`, payment.operator_reference ?? undefined);
+  if (withdrawn.kind === 'withdrawn') return true;
+  if (withdrawn.kind === 'paid') await applyAnswer(deps, job, doc._id, doc, attempt, withdrawn.answer);
+  return false;
+}
+
+/** Applies an operator's answer about `attempt` (its transition named after the job that read it). */
+async function applyAnswer(deps: LifecycleDeps, job: Job, target: string, scope: { project: string; livemode: boolean }, attempt: number, answer: OperatorAnswer): Promise<void> {
+  await transition(
+    deps,
+    { target, id: `job:${String(job.id)}:answer`, project: scope.project, livemode: scope.livemode, requestId: '', baseUrl: '' },
+    (current) => decideOutcome(current, { paymentIntent: target, project: scope.project, livemode: scope.livemode, attempt, step: 'settle', result: answer }, contextOf(deps, '')),
+  );
 }
 
 export function updatePaymentIntent(deps: LifecycleDeps, job: Job<UpdatePaymentIntentData>): Promise<CreateJobResult> {
@@ -208,6 +256,34 @@ export function applyOperatorOutcome(deps: LifecycleDeps, job: Job<OperatorOutco
   return internal(deps, job, (doc, ctx) => decideOutcome(doc, job.data, ctx));
 }
 
-export function expirePaymentIntent(deps: LifecycleDeps, job: Job<ExpirePaymentIntentData>): Promise<TransitionJobResult> {
-  return internal(deps, job, (doc, ctx) => decideExpiry(doc, job.data.expiresAt, ctx.now));
+/**
+ * Live mode (DESIGN section 14): an intent whose attempt the operator may still
+ * approve is not expired blind. A Wave session is withdrawn first (a paid one
+ * succeeds the intent); an MTN or M-Pesa attempt is asked once more, and its final
+ * answer applied: a success succeeds the intent, a decline hands it to this expiry
+ * again; still pending, the attempt's checks go on.
+ */
+export async function expirePaymentIntent(deps: LifecycleDeps, job: Job<ExpirePaymentIntentData>): Promise<TransitionJobResult> {
+  const data = job.data;
+  let withdrawn = false;
+  if (data.livemode) {
+    withdrawn = await withdrawLive(deps, job, data.paymentIntent, data);
+    if (!withdrawn) await askBeforeExpiry(deps, job);
+  }
+  return internal(deps, job, (doc, ctx) => decideExpiry(doc, data.expiresAt, ctx.now, withdrawn));
+}
+
+async function askBeforeExpiry(deps: LifecycleDeps, job: Job<ExpirePaymentIntentData>): Promise<void> {
+  const data = job.data;
+  const doc = await findByIdInScope(deps.collections.paymentIntents, data.paymentIntent, data, { projection: { history: 0, created_event: 0 } });
+  const payment = doc?.payment;
+  if (!doc || doc.status !== 'requires_action' || !payment?.requested || doc.expires_at > Math.floor(deps.now() / 1000) + 1) return;
+  const connector = deps.connectors.get(payment.operator, payment.account);
+  if (!connector) return;
+  const attempt = doc.attempt ?? 0;
+  const found = await connector.outcome(`${doc._id}:${attempt}`, payment.operator_reference ?? undefined).catch((err: unknown) => {
+    deps.logger.warn({ payment_intent: doc._id, operator: payment.operator, err: (err as Error).message }, 'operator could not be asked before the expiry; its checks go on');
+    return null;
+  });
+  if (found && (found.kind === 'succeeded' || found.kind === 'declined')) await applyAnswer(deps, job, doc._id, doc, attempt, found);
 }

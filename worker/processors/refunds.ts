@@ -39,7 +39,7 @@ export function createRefund(deps: RefundDeps, job: Job<CreateRefundData>): Prom
       created: data.created,
       amount: data.input.amount,
       reason: data.input.reason,
-      liveOperators: new Set(deps.connectors.keys()),
+      liveOperators: deps.connectors.operators(),
     });
     if (held.kind === 'missing') {
       const detail = { code: 'resource_missing' as const, message: `No such payment_intent: '${data.target}'.`, param: 'payment_intent' };

@@ -60,7 +60,7 @@ export async function sweepIntents(
     }
     const due = doc.payment?.next_check_at;
     if (doc.livemode && doc.status !== 'new' && typeof due === 'number' && due <= nowMs && doc.payment?.checks !== undefined) {
-      await scheduleCheck(deps.intentsQueue, { paymentIntent: doc._id, attempt: doc.attempt ?? 0, project: doc.project, livemode: true }, doc.payment.checks, 0);
+      await scheduleCheck(deps.intentsQueue, { paymentIntent: doc._id, attempt: doc.attempt ?? 0, project: doc.project, livemode: true }, doc.payment.checks, 0, true);
     }
   }
   if (!recent) return { intents: docs.length };

@@ -3,6 +3,11 @@
  * operators' clock), `refund-<id>-<poll>`. Step 0 asks the operator for the refund
  * (`refund`); each later step asks how it went (`refundOutcome`), after a delay: the
  * simulator's processing delay in test mode, a backoff from 5 s to 5 min in live mode.
+ * Live mode (DESIGN section 14): a fault or throttling at the operator is no answer:
+ * the step is scheduled again after the backoff (or the operator's `Retry-After`),
+ * never recorded as a failure; an answer that was lost is read back from the
+ * operator's record (`refundOutcome`), and a refund the operator never resolves
+ * fails after `OPERATOR_REFUND_LIMIT_MS` with `operator_unavailable`.
  * A final answer ends the refund's ledger entry (./ledger.ts), then its document and
  * events follow (./record.ts). Every step reads the refund again, and the intent
  * when it asks for the refund or settles it (under the intent's lock), so a step
@@ -17,7 +22,10 @@ import { JOBS, type ProcessRefundData, type TypedQueue } from '../../common/jobs
 import { findByIdInScope } from '../../common/mongo.js';
 import type { Logger } from '../../common/logger.js';
 import type { SimulatorConfig } from '../../common/config.js';
-import { operatorCallbackUrl, type OperatorConnector, type OperatorConnectors, type RefundResult } from '../operators/connector.js';
+import { OperatorUnavailableError } from '../../common/infra-errors.js';
+import type { PaymentIntentDoc } from '../../common/documents.js';
+import { operatorCallbackUrl, OperatorRequestError, type OperatorConnector, type RefundRequest, type RefundResult } from '../operators/connector.js';
+import type { OperatorConnectors } from '../operators/registry.js';
 import { refundSimulator } from '../operators/simulator.js';
 import { withRecordLock } from '../record-lock.js';
 import { settleRefund, type LedgerDeps } from './ledger.js';
@@ -38,6 +46,8 @@ export interface ProcessDeps extends LedgerDeps, RecordDeps {
   connectors: OperatorConnectors;
   /** Where operators send their callbacks (`PUBLIC_BASE_URL`). */
   publicBaseUrl: string | null;
+  /** Live mode: a refund still pending this long after it was made fails (`OPERATOR_REFUND_LIMIT_MS`). */
+  refundLimitMs?: number;
   logger: Logger;
 }
 
@@ -59,9 +69,32 @@ export function pollDelayMs(livemode: boolean, poll: number, simulator: Pick<Sim
   return Math.min(LIVE_POLL.baseMs * 2 ** Math.max(0, poll - 1), LIVE_POLL.capMs);
 }
 
-function connectorOf(deps: ProcessDeps, refund: RefundDoc): Pick<OperatorConnector, 'refund' | 'refundOutcome'> | null {
+function connectorOf(deps: ProcessDeps, refund: RefundDoc, intent: PaymentIntentDoc): Pick<OperatorConnector, 'refund' | 'refundOutcome'> | null {
   if (!refund.livemode) return refundSimulator(deps.simulator, deps.now);
-  return deps.connectors.get(refund.operator) ?? null;
+  return deps.connectors.get(refund.operator, intent.payment?.account) ?? null;
+}
+
+function refundRequest(deps: ProcessDeps, refund: RefundDoc, intent: PaymentIntentDoc): RefundRequest {
+  return {
+    refundId: refund._id,
+    paymentIntent: intent._id,
+    attemptId: `${intent._id}:${intent.attempt ?? 0}`,
+    paymentReference: intent.payment?.operator_transaction ?? null,
+    amount: refund.amount,
+    currency: refund.currency,
+    // The full number is not kept once the payment ends; test mode's simulator reads the masked one's last digits.
+    phoneNumber: refund.livemode ? null : (intent.payment?.phone_masked ?? null),
+    // M-Pesa's reversal answers at its ResultURL; MTN calls back where its payments do (polling reads both).
+    callbackUrl: operatorCallbackUrl(deps.publicBaseUrl ?? '', refund.operator, refund.operator === 'mpesa' ? 'result' : 'callback'),
+    reason: refund.reason,
+  };
+}
+
+/** The refund's step with its operator: ask, or read how it went; a lost request (`not_found`) is asked again. */
+async function askOperator(connector: Pick<OperatorConnector, 'refund' | 'refundOutcome'>, refund: RefundDoc, request: RefundRequest): Promise<RefundResult> {
+  if (!refund.requested) return connector.refund(request);
+  const found = await connector.refundOutcome(request, refund.operator_reference ?? undefined);
+  return found.kind === 'not_found' ? connector.refund(request) : found;
 }
 
 export async function processRefund(deps: ProcessDeps, data: ProcessRefundData): Promise<{ status: string }> {
@@ -70,44 +103,45 @@ export async function processRefund(deps: ProcessDeps, data: ProcessRefundData):
   if (!refund) return { status: 'missing' };
   // The document takes its final status last (./record.ts): nothing is left to do.
   if (refund.status !== 'pending') return { status: refund.status };
-  const connector = connectorOf(deps, refund);
+  // The request names the payment: the intent is read for it, and an entry ended
+  // already (by a run that did not get to the document) is finished, not asked for again.
+  const intent = await findByIdInScope(deps.collections.paymentIntents, refund.payment_intent, scope, { projection: { created_event: 0, history: 0 } });
+  const entry = intent?.refunds?.find((e) => e.id === refund._id);
+  if (!intent || !entry) return { status: 'missing' };
+  if (entry.status !== 'pending') {
+    await finishSettled(deps, intent, entry, undefined, refund);
+    return { status: entry.status };
+  }
+  const connector = connectorOf(deps, refund, intent);
   // A connector removed from the configuration since the refund was accepted: retried.
   if (!connector) throw new Error(`refund ${refund._id}: no live connector for ${refund.operator}`);
   let result: RefundResult;
-  if (!refund.requested) {
-    // The request names the payment: the intent is read for it, and an entry ended
-    // already (by a run that did not get to the document) is finished, not asked for again.
-    const intent = await findByIdInScope(deps.collections.paymentIntents, refund.payment_intent, scope, { projection: { created_event: 0, history: 0 } });
-    const entry = intent?.refunds?.find((e) => e.id === refund._id);
-    if (!intent || !entry) return { status: 'missing' };
-    if (entry.status !== 'pending') {
-      await finishSettled(deps, intent, entry, undefined, refund);
-      return { status: entry.status };
-    }
-    result = await connector.refund({
-      refundId: refund._id,
-      paymentIntent: intent._id,
-      attemptId: `${intent._id}:${intent.attempt ?? 0}`,
-      paymentReference: intent.payment?.operator_transaction ?? null,
-      amount: refund.amount,
-      currency: refund.currency,
-      // The full number is not kept once the payment ends; test mode's simulator reads the masked one's last digits.
-      phoneNumber: refund.livemode ? null : (intent.payment?.phone_masked ?? null),
-      // M-Pesa's reversal answers at its ResultURL; MTN calls back where its payments do (polling reads both).
-      callbackUrl: operatorCallbackUrl(deps.publicBaseUrl ?? '', refund.operator, refund.operator === 'mpesa' ? 'result' : 'callback'),
-      reason: refund.reason,
-    });
-  } else {
-    // Asked already: only its outcome. The intent is read once, by the settlement,
-    // which changes nothing when the entry has ended already (it is finished then).
-    result = await connector.refundOutcome(refund._id, refund.operator_reference ?? undefined);
+  let retryAfterMs = 0;
+  let faulted = false;
+  try {
+    result = await askOperator(connector, refund, refundRequest(deps, refund, intent));
+  } catch (err) {
+    if (!(err instanceof OperatorUnavailableError) && !(err instanceof OperatorRequestError)) throw err;
+    // No answer, throttled, or a request the operator refused outright (credentials): asked again on the schedule.
+    deps.logger.warn({ refund: refund._id, operator: refund.operator, error: err.message, operator_message: err instanceof OperatorUnavailableError ? err.operatorMessage : err.operatorCode }, 'refund: the operator gave no answer; asked again later');
+    retryAfterMs = err instanceof OperatorUnavailableError ? (err.retryAfterMs ?? 0) : 0;
+    faulted = true;
+    result = { kind: 'pending' };
+  }
+  if (result.kind === 'not_found') result = { kind: 'pending' };
+  const limitMs = deps.refundLimitMs ?? 24 * 3600_000;
+  if (result.kind === 'pending' && refund.livemode && deps.now() - refund.created * 1000 >= limitMs) {
+    deps.logger.warn({ refund: refund._id, operator: refund.operator }, 'refund: the operator never resolved it; it fails');
+    result = { kind: 'failed', code: 'operator_unavailable', operatorCode: 'refund_limit' };
   }
   if (result.kind === 'pending') {
     const next = Math.max(data.poll, refund.polls) + 1;
+    const reference = result.operatorReference;
+    // A step that got no answer asks again (every connector's refund is idempotent on the refund id).
     await withRecordLock(deps.redis, refundLockKey(deps.prefix, refund._id), () =>
-      setRefundFields(deps, refund._id, { requested: true, polls: next, ...(result.operatorReference !== undefined ? { operator_reference: result.operatorReference } : {}) }),
+      setRefundFields(deps, refund._id, { requested: refund.requested || !faulted, polls: next, ...(reference !== undefined ? { operator_reference: reference } : {}) }),
     );
-    await scheduleRefundStep(deps.intentsQueue, refund, next, pollDelayMs(refund.livemode, next, deps.simulator));
+    await scheduleRefundStep(deps.intentsQueue, refund, next, Math.max(pollDelayMs(refund.livemode, next, deps.simulator), retryAfterMs));
     return { status: 'pending' };
   }
   const outcome = result.kind === 'succeeded' ? { kind: 'succeeded' as const } : { kind: 'failed' as const, code: result.code };

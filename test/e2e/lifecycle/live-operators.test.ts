@@ -15,8 +15,8 @@ import { FakeServer, sendCallback } from '../../fakes/fake-server.js';
 import { MtnMomoFake } from '../../fakes/mtn-momo-fake.js';
 import { MpesaFake } from '../../fakes/mpesa-fake.js';
 import { WaveFake } from '../../fakes/wave-fake.js';
-import { mtnReferenceId } from '../../../worker/operators/mtn-momo.js';
-import { MPESA_COLLECTIONS } from '../../../common/operator-callbacks.js';
+import { mtnReferenceId } from '../../../worker/operators/mtn-momo/wire.js';
+import { MPESA_COLLECTIONS } from '../../../worker/operators/mpesa/callbacks.js';
 import { Service, uniqueName, until } from '../../helpers/service.js';
 import { confirm, createIntent, eventsOf, listAllEvents, phone, retrieve, waitForStatus } from '../../helpers/payment-intent-lifecycle.js';
 import { refund, waitForRefund } from '../../helpers/refunds.js';
@@ -40,7 +40,7 @@ let key: string;
 
 test.before(async () => {
   [mtn, mpesa, wave] = await Promise.all([
-    new MtnMomoFake('sandbox', MTN).start(),
+    new MtnMomoFake('mtnivorycoast', MTN).start(),
     new MpesaFake(MPESA).start(),
     new WaveFake(WAVE.apiKey, WAVE.webhookSecret).start(),
   ]);
@@ -53,7 +53,7 @@ test.before(async () => {
       OPERATOR_TIMEOUT_MS: '8000',
       INTENTS_SWEEP_INTERVAL_MS: '2000',
       MTN_MOMO_BASE_URL: mtn.url,
-      MTN_MOMO_TARGET_ENVIRONMENT: 'sandbox',
+      MTN_MOMO_TARGET_ENVIRONMENT: 'mtnivorycoast',
       MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY: MTN.collection.subscriptionKey,
       MTN_MOMO_COLLECTION_USER_ID: MTN.collection.userId,
       MTN_MOMO_COLLECTION_API_KEY: MTN.collection.apiKey,

@@ -7,7 +7,8 @@ import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { loadConfig } from '../../../common/config.js';
 import { OperatorUnavailableError, isInfrastructureError } from '../../../common/infra-errors.js';
-import { liveConnectors, operatorCallbackUrl } from '../../../worker/operators/connector.js';
+import { operatorCallbackUrl } from '../../../worker/operators/connector.js';
+import { liveConnectors } from '../../../worker/operators/registry.js';
 import { callOperator } from '../../../worker/operators/operator-http.js';
 import { FakeServer } from '../../fakes/fake-server.js';
 import { stackUrls } from '../../helpers/service.js';
@@ -17,15 +18,19 @@ const minimal = { REDIS_URL: 'redis://127.0.0.1:6379', MONGODB_URL: 'mongodb://1
 test('liveConnectors builds a connector for each complete group, and none without', (t) => {
   const redis = new Redis(stackUrls().redisUrl, { lazyConnect: true });
   const mongo = new MongoClient(stackUrls().mongoUrl);
-  const deps = { redis, db: mongo.db('unused'), prefix: 'p' };
-  t.deepEqual([...liveConnectors(loadConfig(minimal), deps).keys()], []);
+  const deps = { redis, db: mongo.db('unused'), prefix: 'p', callbackKey: async () => Buffer.alloc(32) };
+  t.deepEqual([...liveConnectors(loadConfig(minimal), deps).operators()], []);
   const config = loadConfig({
     ...minimal,
     WAVE_BASE_URL: 'https://api.wave.example', WAVE_API_KEY: 'k', WAVE_WEBHOOK_SECRET: 's',
     MPESA_BASE_URL: 'https://sandbox.safaricom.example', MPESA_CONSUMER_KEY: 'k', MPESA_CONSUMER_SECRET: 's', MPESA_SHORTCODE: '174379',
     MPESA_PASSKEY: 'p', MPESA_INITIATOR_NAME: 'i', MPESA_SECURITY_CREDENTIAL: 'c',
   });
-  t.deepEqual([...liveConnectors(config, deps).keys()].sort(), ['mpesa', 'wave']);
+  const connectors = liveConnectors(config, deps);
+  t.deepEqual([...connectors.operators()].sort(), ['mpesa', 'wave']);
+  t.deepEqual(connectors.accounts.map((a) => a.id), ['mpesa:174379', 'wave:SN']);
+  t.truthy(connectors.get('wave', null), 'an attempt from before accounts had ids takes its operator\'s first');
+  t.is(connectors.get('wave', 'wave:CI'), undefined);
   t.is(operatorCallbackUrl('https://pay.example/', 'mtn_momo', 'callback'), 'https://pay.example/operators/mtn_momo/callback');
   redis.disconnect();
 });

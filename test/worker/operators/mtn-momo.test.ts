@@ -8,7 +8,8 @@ import { MongoClient } from 'mongodb';
 import type { MtnMomoConfig } from '../../../common/config.js';
 import { OperatorUnavailableError, isInfrastructureError } from '../../../common/infra-errors.js';
 import { OperatorRequestError, type PaymentAttemptRequest } from '../../../worker/operators/connector.js';
-import { mtnMomoConnector, mtnReferenceId } from '../../../worker/operators/mtn-momo.js';
+import { mtnMomoConnector } from '../../../worker/operators/mtn-momo/connector.js';
+import { mtnReferenceId } from '../../../worker/operators/mtn-momo/wire.js';
 import { FakeServer } from '../../fakes/fake-server.js';
 import { MtnMomoFake } from '../../fakes/mtn-momo-fake.js';
 import { stackUrls, uniqueName } from '../../helpers/service.js';
@@ -44,6 +45,7 @@ function connector(options: { now?: () => number; timeoutMs?: number; config?: M
     redis,
     db: mongo.db(uniqueName('mtn')),
     prefix: uniqueName('mtn'),
+    callbackKey: async () => Buffer.alloc(32),
     now: options.now ?? Date.now,
     timeoutMs: options.timeoutMs ?? 2_000,
   });
@@ -153,19 +155,19 @@ test.serial('the token is cached until shortly before it expires, refreshed afte
   t.is(fake.tokensIssued - before, 2, 'refreshed a minute before expiry');
   // MTN forgets the token (revoked): one 401, a new token, the call answered.
   (fake as unknown as { tokens: Map<string, string> }).tokens.clear();
-  t.deepEqual(await mtn.outcome(attempt().attemptId), { kind: 'pending' });
+  t.deepEqual(await mtn.outcome(attempt().attemptId), { kind: 'not_found' }, 'MTN holds no such request: its 404');
   t.is(fake.tokensIssued - before, 3);
 });
 
 test.serial('a token refresh waits while another process holds the refresh lock', async (t) => {
   const prefix = uniqueName('lock');
-  const mtn = mtnMomoConnector(config(), { redis, db: mongo.db('unused'), prefix, now: Date.now, timeoutMs: 2000 });
-  await redis.set(`${prefix}:operator-token-lock:mtn_momo:collection`, 'another process', 'PX', 400);
+  const mtn = mtnMomoConnector(config(), { redis, db: mongo.db('unused'), prefix, now: Date.now, timeoutMs: 2000, callbackKey: async () => Buffer.alloc(32) });
+  await redis.set(`${prefix}:operator-token-lock:mtn_momo:${config().targetEnvironment}:collection`, 'another process', 'PX', 400);
   const before = fake.tokensIssued;
   const pending = mtn.outcome(attempt().attemptId);
   await new Promise((resolve) => setTimeout(resolve, 150));
   t.is(fake.tokensIssued, before, 'no token asked while the other holds the lock');
-  t.deepEqual(await pending, { kind: 'pending' });
+  t.deepEqual(await pending, { kind: 'not_found' });
   t.is(fake.tokensIssued, before + 1);
 });
 
@@ -203,13 +205,14 @@ test.serial('a refund goes through Disbursement with its own token, referring to
   t.like(fake.transfers.get(refundReference)?.body, { referenceIdToRefund: operatorReference, amount: '1500', currency: 'XOF' });
   t.deepEqual(await mtn.refund(refund), { kind: 'pending', operatorReference: refundReference }, 'a retried refund: 409, the same refund');
   t.is(fake.requestsFor(refundReference), 2);
-  t.is((await mtn.refundOutcome(refundId)).kind, 'pending');
+  t.is((await mtn.refundOutcome(refund)).kind, 'pending');
   await fake.settle(refundReference);
-  t.is((await mtn.refundOutcome(refundId)).kind, 'succeeded');
+  t.is((await mtn.refundOutcome(refund)).kind, 'succeeded');
 
-  // A payment that never succeeded cannot be refunded: MTN refuses, the refund fails.
+  // A payment that never succeeded cannot be refunded: MTN refuses, its refund GET shows
+  // nothing was created, and the refund fails as a rejected request.
   const unpaid = attempt();
   await mtn.requestPayment(unpaid);
   const failed = await mtn.refund({ ...refund, refundId: uniqueName('re'), attemptId: unpaid.attemptId });
-  t.like(failed, { kind: 'failed', code: 'generic_decline', operatorCode: 'RESOURCE_NOT_FOUND' });
+  t.like(failed, { kind: 'failed', code: 'operator_request_rejected', operatorCode: 'RESOURCE_NOT_FOUND' });
 });

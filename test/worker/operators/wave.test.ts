@@ -7,8 +7,8 @@ import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { OperatorUnavailableError, isInfrastructureError } from '../../../common/infra-errors.js';
 import { OperatorRequestError, type PaymentAttemptRequest } from '../../../worker/operators/connector.js';
-import { parseWaveWebhook, verifyWaveSignature } from '../../../common/operator-callbacks.js';
-import { waveConnector } from '../../../worker/operators/wave.js';
+import { parseWaveWebhook, verifyWaveSignature } from '../../../worker/operators/wave/callbacks.js';
+import { waveConnector } from '../../../worker/operators/wave/connector.js';
 import { FakeServer } from '../../fakes/fake-server.js';
 import { WaveFake } from '../../fakes/wave-fake.js';
 import { stackUrls, uniqueName } from '../../helpers/service.js';
@@ -38,7 +38,7 @@ test.after.always(async () => {
 
 function connector(options: { timeoutMs?: number; apiKey?: string } = {}) {
   return waveConnector({ baseUrl: fake.url, apiKey: options.apiKey ?? apiKey, webhookSecret }, {
-    redis, db: mongo.db('unused'), prefix: uniqueName('wave'), now: Date.now, timeoutMs: options.timeoutMs ?? 2_000,
+    redis, db: mongo.db('unused'), prefix: uniqueName('wave'), now: Date.now, timeoutMs: options.timeoutMs ?? 2_000, callbackKey: async () => Buffer.alloc(32),
   });
 }
 
@@ -81,7 +81,7 @@ test.serial("a failed payment leaves the session open (pending); at expiry Wave'
     const request = attempt();
     const { operatorReference } = await wave.requestPayment(request);
     await fake.failPayment(operatorReference!, code);
-    t.deepEqual(await wave.outcome(request.attemptId, operatorReference), { kind: 'pending' }, 'the payer may still try again');
+    t.like(await wave.outcome(request.attemptId, operatorReference), { kind: 'pending', failedTry: { code: decline, operatorCode: code } }, 'the payer may still try again; the failed try is shown');
     await fake.expire(operatorReference!);
     t.deepEqual(await wave.outcome(request.attemptId, operatorReference), { kind: 'declined', code: decline, operatorCode: code });
   }
@@ -136,7 +136,7 @@ test.serial('a refund refunds the session once; a retried refund replays its ans
   };
   t.deepEqual(await wave.refund(refund), { kind: 'succeeded', operatorReference });
   t.deepEqual(await wave.refund(refund), { kind: 'succeeded', operatorReference }, 'the same idempotency-key: the first answer');
-  t.deepEqual(await wave.refundOutcome(refund.refundId, operatorReference), { kind: 'succeeded', operatorReference });
+  t.deepEqual(await wave.refundOutcome(refund, operatorReference), { kind: 'succeeded', operatorReference });
   t.like(await wave.refund({ ...refund, refundId: uniqueName('re') }), { kind: 'failed', operatorCode: 'checkout-refund-failed' }, 'a second refund of the same session');
   t.like(await wave.refund({ ...refund, paymentReference: null }), { kind: 'succeeded' }, 'the session found by client_reference');
 

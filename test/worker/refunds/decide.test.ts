@@ -61,9 +61,10 @@ test("the refund simulator answers by the payment number's last three digits", a
   const sim = refundSimulator({ slowDelayMs: 60_000 }, () => now);
   const id = new IdGenerator(() => now).next('refund');
   const ask = async (masked: string) => {
-    const first = await sim.refund({ refundId: id, paymentIntent: 'pi_1', attemptId: 'pi_1:1', paymentReference: null, amount: 1, currency: 'xof', phoneNumber: masked, callbackUrl: '', reason: null });
+    const request = { refundId: id, paymentIntent: 'pi_1', attemptId: 'pi_1:1', paymentReference: null, amount: 1, currency: 'xof', phoneNumber: masked, callbackUrl: '', reason: null };
+    const first = await sim.refund(request);
     t.is(first.kind, 'pending');
-    return sim.refundOutcome(id, first.kind === 'pending' ? first.operatorReference : undefined);
+    return sim.refundOutcome(request, first.kind === 'pending' ? first.operatorReference : undefined);
   };
   t.is((await ask('+225*******000')).kind, 'succeeded');
   t.deepEqual(await ask('+225*******020'), { kind: 'failed', code: 'payer_account_blocked', operatorCode: 'ACCOUNT_BLOCKED' });

@@ -17,6 +17,8 @@ import { FencedUpdates } from '../../../worker/fenced-updates.js';
 import { STORE_PROFILES } from '../../../common/store-profile.js';
 import { WriteGate } from '../../../worker/lifecycle/write-gate.js';
 import type { OperatorConnector, RefundRequest, RefundResult } from '../../../worker/operators/connector.js';
+import { OperatorUnavailableError } from '../../../common/infra-errors.js';
+import { OperatorConnectors } from '../../../worker/operators/registry.js';
 import { holdRefund, settleRefund } from '../../../worker/refunds/ledger.js';
 import { processJobId, processRefund, type ProcessDeps } from '../../../worker/refunds/process.js';
 import { ensureRefundDoc } from '../../../worker/refunds/record.js';
@@ -49,15 +51,17 @@ function connector(answers: { refund: () => Promise<RefundResult>; outcome?: () 
       asked.refunds.push(request);
       return answers.refund();
     },
-    refundOutcome: async (id, reference) => {
-      asked.outcomes.push([id, reference]);
+    refundOutcome: async (request, reference) => {
+      asked.outcomes.push([request.refundId, reference]);
       return (answers.outcome ?? answers.refund)();
     },
+    withdraw: async () => ({ kind: 'cannot' }),
+    probe: async () => undefined,
   };
   return { impl, asked };
 }
 
-async function world(impl: OperatorConnector) {
+async function world(impl: OperatorConnector, refundLimitMs = Number.MAX_SAFE_INTEGER) {
   const project = uniqueName('live');
   const ids = new IdGenerator(Date.now);
   const deps: ProcessDeps = {
@@ -72,8 +76,9 @@ async function world(impl: OperatorConnector) {
     eventsQueue,
     intentsQueue,
     simulator: stack.config.simulator,
-    connectors: new Map([['mtn_momo', impl]]),
+    connectors: new OperatorConnectors([{ id: 'mtn_momo:mtnivorycoast', operator: 'mtn_momo', countries: ['CI'], sandbox: false, config: {} as never }], () => impl),
     publicBaseUrl: 'https://pay.example',
+    refundLimitMs,
     logger: createLogger('silent', 'test'),
   };
   const id = ids.next('payment_intent');
@@ -195,4 +200,27 @@ test("a crash between a refund event's outbox entry and its document: the refund
   t.deepEqual(events.map((e) => e.type), ['refund.failed']);
   t.is(events[0]!._id, outbox[0]!._id);
   t.is(events[0]!.json, outbox[0]!.json, 'the event listed is the one delivered, byte for byte');
+});
+
+test('no answer is no failure: a fault schedules the next step and asks again; a refund never resolved fails at the limit', async (t) => {
+  let fault = true;
+  const c = connector({
+    refund: async () => {
+      if (fault) throw new OperatorUnavailableError('mtn_momo', 'throttled', 'POST /disbursement/v1_0/refund answered 429', 429, 7_000);
+      return { kind: 'pending', operatorReference: 'MTN-REF-3' };
+    },
+  });
+  const w = await world(c.impl);
+  t.deepEqual(await w.step(0), { status: 'pending' });
+  t.like((await w.stored()).refund, { status: 'pending', requested: false, polls: 1 }, 'throttled: not recorded as asked, not failed');
+  t.is((await intentsQueue.getJob(processJobId(w.refundId, 1)))?.opts.delay, 7_000, "the operator's Retry-After");
+  fault = false;
+  t.deepEqual(await w.step(1), { status: 'pending' });
+  t.is(c.asked.refunds.length, 2, 'asked again, idempotent on the refund id');
+  t.like((await w.stored()).refund, { requested: true, operator_reference: 'MTN-REF-3' });
+
+  const never = connector({ refund: async () => ({ kind: 'pending', operatorReference: 'MTN-REF-4' }) });
+  const limited = await world(never.impl, 0);
+  t.deepEqual(await limited.step(0), { status: 'failed' });
+  t.like((await limited.stored()).refund, { status: 'failed', failure_reason: 'operator_unavailable' });
 });

@@ -57,43 +57,26 @@
  * lost it: the outcome itself always comes from the STK query. For a reversal there
  * is no query: the recorded `Result` is the answer.
  */
-import type { MpesaConfig } from '../../common/config.js';
-import type { DeclineCode } from '../../common/lifecycle.js';
-import { isDuplicateKey } from '../../common/mongo.js';
-import { MPESA_COLLECTIONS, mpesaCallbackToken, type ResultDoc } from '../../common/operator-callbacks.js';
-import { OperatorUnavailableError } from '../../common/infra-errors.js';
-import { wholeMajorUnits } from './amounts.js';
+import type { MpesaConfig } from '../../../common/config.js';
+import { isDuplicateKey } from '../../../common/mongo.js';
+import { OperatorUnavailableError } from '../../../common/infra-errors.js';
+import { wholeMajorUnits } from '../amounts.js';
+import { MPESA_COLLECTIONS, mpesaCallbackToken, type ResultDoc } from './callbacks.js';
+import { MPESA_RESULT_CODES, mpesaPassword, mpesaTimestamp, REVERSED, STATUS_REVERSED } from './wire.js';
 import {
   OperatorRequestError,
-  type ConnectorDeps,
+  type BuildDeps,
   type OperatorConnector,
   type OperatorResult,
   type PaymentAttemptRequest,
   type PaymentRequested,
   type RefundRequest,
   type RefundResult,
-} from './connector.js';
-import { callOperator, neverSent, text, type OperatorResponse } from './operator-http.js';
-import { TokenCache } from './token-cache.js';
+} from '../connector.js';
+import { callOperator, neverSent, text, type OperatorResponse } from '../operator-http.js';
+import { TokenCache } from '../token-cache.js';
 
 const OPERATOR = 'mpesa';
-
-/** M-Pesa Express `ResultCode`s → DESIGN section 7's decline codes; others are `generic_decline`. */
-export const MPESA_RESULT_CODES: Readonly<Record<string, DeclineCode>> = {
-  '1': 'insufficient_funds',
-  '1032': 'payer_declined',
-  '1037': 'approval_timeout',
-  '1019': 'approval_timeout',
-  '2001': 'incorrect_pin',
-  '1001': 'generic_decline',
-  '17': 'operator_unavailable',
-  '26': 'operator_unavailable',
-  '1025': 'operator_unavailable',
-  '9999': 'operator_unavailable',
-};
-
-/** Reversal `ResultCode`s that mean the money is back with the payer. */
-const REVERSED = new Set(['0', 'R000001']);
 
 interface ClaimDoc {
   _id: string;
@@ -102,24 +85,21 @@ interface ClaimDoc {
   operator_id?: string;
 }
 
-/** `YYYYMMDDHHmmss` in East Africa Time (UTC+3). */
-export function mpesaTimestamp(nowMs: number): string {
-  return new Date(nowMs + 3 * 3600_000).toISOString().replace(/[-T:]/g, '').slice(0, 14);
-}
-
-export function mpesaPassword(config: Pick<MpesaConfig, 'shortcode' | 'passkey'>, timestamp: string): string {
-  return Buffer.from(`${config.shortcode}${config.passkey}${timestamp}`).toString('base64');
-}
-
 function withParams(url: string, params: Record<string, string>): string {
   const target = new URL(url);
   for (const [name, value] of Object.entries(params)) target.searchParams.set(name, value);
   return target.toString();
 }
 
+/** How often a Transaction Status query may be sent for one subject. */
+const STATUS_EVERY_MS = 60_000;
+
+/** How long a reversal's own `Result` is waited for before Transaction Status is asked. */
+const STATUS_AFTER_MS = 60_000;
+
 type Claim = { kind: 'mine' } | { kind: 'answered'; operatorId: string } | { kind: 'unknown' };
 
-export function mpesaConnector(config: MpesaConfig, deps: ConnectorDeps & { now: () => number; timeoutMs: number }): OperatorConnector {
+export function mpesaConnector(config: MpesaConfig, deps: BuildDeps): OperatorConnector {
   const requests = deps.db.collection<ClaimDoc>(MPESA_COLLECTIONS.requests);
   const results = deps.db.collection<ResultDoc>(MPESA_COLLECTIONS.results);
   /** A claim without Daraja's id younger than this may still belong to a request in flight. */
@@ -127,7 +107,7 @@ export function mpesaConnector(config: MpesaConfig, deps: ConnectorDeps & { now:
 
   const tokens = new TokenCache({
     redis: deps.redis,
-    lockKey: `${deps.prefix}:operator-token-lock:mpesa`,
+    lockKey: `${deps.prefix}:operator-token-lock:mpesa:${config.shortcode}`,
     now: deps.now,
     marginMs: 60_000,
     lockWaitMs: deps.timeoutMs + 5_000,
@@ -141,7 +121,8 @@ export function mpesaConnector(config: MpesaConfig, deps: ConnectorDeps & { now:
         timeoutMs: deps.timeoutMs,
       });
       const token = text(answer.body, 'access_token');
-      if (answer.status !== 200 || !token) throw new OperatorRequestError(OPERATOR, answer.status, text(answer.body, 'errorCode') ?? 'token_refused');
+      // A 429 or a 5xx was thrown as no answer (operator-http.ts); a refusal here means nothing was sent.
+      if (answer.status !== 200 || !token) throw new OperatorRequestError(OPERATOR, answer.status, text(answer.body, 'errorCode') ?? 'token_refused', undefined, false);
       return { token, expiresInS: Number(text(answer.body, 'expires_in') ?? 3599) || 3599 };
     },
   });
@@ -212,20 +193,105 @@ export function mpesaConnector(config: MpesaConfig, deps: ConnectorDeps & { now:
   const stillProcessing = (status: number, body: unknown) => status === 500 && /being processed/i.test(text(body, 'errorMessage') ?? '');
 
   /** Daraja's id of an attempt's push: from the claim, or from a genuine callback when a crash lost it. */
-  async function checkoutIdOf(attemptId: string): Promise<string | undefined> {
+  async function checkoutIdOf(attemptId: string): Promise<{ id?: string; claimed: boolean }> {
     const claimed = await requests.findOne({ _id: `stk:${attemptId}` });
-    if (claimed?.operator_id) return claimed.operator_id;
-    return (await results.findOne({ _id: `stk:${attemptId}` }))?.operator_id;
+    if (claimed?.operator_id) return { id: claimed.operator_id, claimed: true };
+    const id = (await results.findOne({ _id: `stk:${attemptId}` }))?.operator_id;
+    return { ...(id ? { id } : {}), claimed: claimed !== null };
+  }
+
+  /** A callback URL of ours for `subject`, with its token under the callbacks' service key. */
+  async function callbackUrl(base: string, param: string, subject: string, tokenSubject = subject): Promise<string> {
+    return withParams(base, { [param]: subject, t: mpesaCallbackToken(await deps.callbackKey(), tokenSubject) });
+  }
+
+  /**
+   * Asks Daraja's Transaction Status API about `subject` (`stk:<attempt>`: the
+   * payment, by its CheckoutRequestID; `reversal:<refund>`: the reversal, by its
+   * OriginatorConversationID), at most once per `STATUS_EVERY_MS` for each. The
+   * answer is asynchronous: it arrives at our ResultURL and is recorded as
+   * `status:<subject>` (./callbacks.ts).
+   */
+  async function askStatus(subject: string, by: { TransactionID?: string; OriginatorConversationID?: string }, resultBase: string): Promise<void> {
+    const bucket = Math.floor(deps.now() / STATUS_EVERY_MS);
+    try {
+      await requests.insertOne({ _id: `txstatus:${subject}:${bucket}`, created_at: deps.now() });
+    } catch (err) {
+      if (isDuplicateKey(err)) return;
+      throw err;
+    }
+    const url = await callbackUrl(resultBase, 'status', subject, `status:${subject}`);
+    const answer = await call('/mpesa/transactionstatus/v1/query', {
+      Initiator: config.initiatorName,
+      SecurityCredential: config.securityCredential,
+      CommandID: 'TransactionStatusQuery',
+      ...by,
+      PartyA: config.shortcode,
+      IdentifierType: '4',
+      ResultURL: url,
+      QueueTimeOutURL: url,
+      Remarks: 'Status',
+      Occasion: subject.slice(0, 100),
+    });
+    if (answer.status !== 200 || text(answer.body, 'ResponseCode') !== '0') {
+      // Refused: the next bucket may ask again. Nothing is decided on it.
+      await requests.deleteOne({ _id: `txstatus:${subject}:${bucket}` });
+      throw new OperatorRequestError(OPERATOR, answer.status, text(answer.body, 'errorCode') ?? text(answer.body, 'ResponseCode'));
+    }
+  }
+
+  /** The payment's receipt: from its STK callback, else from a Transaction Status answer (asked for when missing). */
+  async function receiptOf(request: RefundRequest): Promise<string | undefined> {
+    const recorded = await results.findOne({ _id: `stk:${request.attemptId}` });
+    if (recorded?.result_code === '0' && recorded.receipt) return recorded.receipt;
+    if (request.paymentReference && /^[A-Z0-9]{10}$/.test(request.paymentReference)) return request.paymentReference;
+    const status = await results.findOne({ _id: `status:stk:${request.attemptId}` });
+    if (status?.result_code === '0' && status.receipt) return status.receipt;
+    const checkout = await checkoutIdOf(request.attemptId);
+    if (checkout.id) await askStatus(`stk:${request.attemptId}`, { OriginatorConversationID: checkout.id }, request.callbackUrl);
+    return undefined;
+  }
+
+  /** Sends the reversal of `receipt` for the refund, once (its claim). */
+  async function reverse(request: RefundRequest, receipt: string, amount: number): Promise<RefundResult> {
+    const id = `reversal:${request.refundId}`;
+    const claimed = await claim(id);
+    if (claimed.kind === 'answered') return { kind: 'pending', operatorReference: claimed.operatorId };
+    if (claimed.kind === 'unknown') return { kind: 'pending' };
+    const resultUrl = await callbackUrl(request.callbackUrl, 'refund', request.refundId);
+    const answer = await send(id, '/mpesa/reversal/v1/request', {
+      Initiator: config.initiatorName,
+      SecurityCredential: config.securityCredential,
+      CommandID: 'TransactionReversal',
+      TransactionID: receipt,
+      Amount: amount,
+      ReceiverParty: config.shortcode,
+      RecieverIdentifierType: '11',
+      ResultURL: resultUrl,
+      QueueTimeOutURL: resultUrl,
+      Remarks: 'Refund',
+      Occasion: request.refundId.slice(0, 100),
+    });
+    const conversationId = text(answer.body, 'OriginatorConversationID');
+    if (answer.status !== 200 || text(answer.body, 'ResponseCode') !== '0' || !conversationId) {
+      return { kind: 'failed', code: 'operator_request_rejected', operatorCode: text(answer.body, 'errorCode') ?? text(answer.body, 'ResponseCode') ?? String(answer.status) };
+    }
+    await requests.updateOne({ _id: id }, { $set: { operator_id: conversationId } });
+    return { kind: 'pending', operatorReference: conversationId };
   }
 
   return {
     async requestPayment(request: PaymentAttemptRequest): Promise<PaymentRequested> {
+      // Daraja is Safaricom Kenya's: shillings, +254 numbers (common/operator-accounts.ts routes nothing else here).
+      if (request.currency.toLowerCase() !== 'kes' || !request.phoneNumber.startsWith('+254')) {
+        throw new OperatorRequestError(OPERATOR, 400, 'kenya_only', undefined, false);
+      }
       const amount = wholeMajorUnits(request.amount, request.currency);
-      if (amount === null || amount < 1) throw new OperatorRequestError(OPERATOR, 400, 'amount_not_whole_shillings');
+      if (amount === null || amount < 1) throw new OperatorRequestError(OPERATOR, 400, 'amount_not_whole_shillings', undefined, false);
       const id = `stk:${request.attemptId}`;
       const claimed = await claim(id);
       if (claimed.kind === 'answered') return { operatorReference: claimed.operatorId };
-      // An earlier try may have pushed: never push twice. A callback naming the attempt, or its window, settles it.
+      // An earlier try may have pushed: never push twice. A callback naming the attempt, or its checks, settle it.
       if (claimed.kind === 'unknown') return {};
       const phone = request.phoneNumber.replace(/^\+/, '');
       const answer = await send(id, '/mpesa/stkpush/v1/processrequest', {
@@ -236,7 +302,7 @@ export function mpesaConnector(config: MpesaConfig, deps: ConnectorDeps & { now:
         PartyA: phone,
         PartyB: config.shortcode,
         PhoneNumber: phone,
-        CallBackURL: withParams(request.callbackUrl, { attempt: request.attemptId, t: mpesaCallbackToken(config, request.attemptId) }),
+        CallBackURL: await callbackUrl(request.callbackUrl, 'attempt', request.attemptId),
         AccountReference: request.paymentIntent.slice(-12),
         TransactionDesc: 'Payment',
       });
@@ -251,9 +317,10 @@ export function mpesaConnector(config: MpesaConfig, deps: ConnectorDeps & { now:
     },
 
     async outcome(attemptId: string, operatorReference?: string): Promise<OperatorResult> {
-      const checkoutId = operatorReference ?? (await checkoutIdOf(attemptId));
-      if (!checkoutId) return { kind: 'pending' };
-      const answer = await call('/mpesa/stkpushquery/v1/query', { BusinessShortCode: config.shortcode, ...password(), CheckoutRequestID: checkoutId }, stillProcessing);
+      const known = operatorReference ? { id: operatorReference, claimed: true } : await checkoutIdOf(attemptId);
+      // No claim and no callback: Daraja was never asked (a refused push frees its claim).
+      if (!known.id) return known.claimed ? { kind: 'pending' } : { kind: 'not_found' };
+      const answer = await call('/mpesa/stkpushquery/v1/query', { BusinessShortCode: config.shortcode, ...password(), CheckoutRequestID: known.id }, stillProcessing);
       if (stillProcessing(answer.status, answer.body)) return { kind: 'pending' };
       const resultCode = text(answer.body, 'ResultCode');
       if (answer.status !== 200 || resultCode === undefined) throw new OperatorRequestError(OPERATOR, answer.status, text(answer.body, 'errorCode'));
@@ -261,49 +328,54 @@ export function mpesaConnector(config: MpesaConfig, deps: ConnectorDeps & { now:
         const receipt = (await results.findOne({ _id: `stk:${attemptId}` }))?.receipt;
         return { kind: 'succeeded', ...(receipt ? { operatorReference: receipt } : {}) };
       }
-      return { kind: 'declined', code: MPESA_RESULT_CODES[resultCode] ?? 'generic_decline', operatorCode: resultCode };
+      // A code Daraja does not document is not a decline we can name: still pending, asked again.
+      const code = MPESA_RESULT_CODES[resultCode];
+      return code ? { kind: 'declined', code, operatorCode: resultCode } : { kind: 'pending' };
     },
 
     async refund(request: RefundRequest): Promise<RefundResult> {
       const amount = wholeMajorUnits(request.amount, request.currency);
       const recorded = await results.findOne({ _id: `stk:${request.attemptId}` });
-      const receipt = recorded?.result_code === '0' ? recorded.receipt : undefined;
-      const transactionId = receipt ?? (request.paymentReference && /^[A-Z0-9]{10}$/.test(request.paymentReference) ? request.paymentReference : undefined);
-      // Without the receipt (the STK callback never came) nothing can be reversed through the API.
-      if (!transactionId) return { kind: 'failed', code: 'generic_decline', operatorCode: 'receipt_unknown' };
       if (amount === null || (recorded?.amount !== undefined && recorded.amount !== amount)) {
         return { kind: 'failed', code: 'generic_decline', operatorCode: 'partial_reversal_unsupported' };
       }
-      const id = `reversal:${request.refundId}`;
-      const claimed = await claim(id);
-      if (claimed.kind === 'answered') return { kind: 'pending', operatorReference: claimed.operatorId };
-      if (claimed.kind === 'unknown') return { kind: 'pending' };
-      const answer = await send(id, '/mpesa/reversal/v1/request', {
-        Initiator: config.initiatorName,
-        SecurityCredential: config.securityCredential,
-        CommandID: 'TransactionReversal',
-        TransactionID: transactionId,
-        Amount: amount,
-        ReceiverParty: config.shortcode,
-        RecieverIdentifierType: '11',
-        ResultURL: withParams(request.callbackUrl, { refund: request.refundId, t: mpesaCallbackToken(config, request.refundId) }),
-        QueueTimeOutURL: withParams(request.callbackUrl, { refund: request.refundId, t: mpesaCallbackToken(config, request.refundId) }),
-        Remarks: 'Refund',
-        Occasion: request.refundId.slice(0, 100),
-      });
-      const conversationId = text(answer.body, 'OriginatorConversationID');
-      if (answer.status !== 200 || text(answer.body, 'ResponseCode') !== '0' || !conversationId) {
-        return { kind: 'failed', code: 'generic_decline', operatorCode: text(answer.body, 'errorCode') ?? text(answer.body, 'ResponseCode') ?? String(answer.status) };
-      }
-      await requests.updateOne({ _id: id }, { $set: { operator_id: conversationId } });
-      return { kind: 'pending', operatorReference: conversationId };
+      // Without the receipt (the STK callback never came) the Transaction Status API is
+      // asked for it; the refund's next poll reverses once it is known.
+      const receipt = await receiptOf(request);
+      if (!receipt) return { kind: 'pending' };
+      return reverse(request, receipt, amount);
     },
 
-    async refundOutcome(refundId: string, operatorReference?: string): Promise<RefundResult> {
-      const recorded = await results.findOne({ _id: `reversal:${refundId}` });
-      if (!recorded) return { kind: 'pending', ...(operatorReference ? { operatorReference } : {}) };
-      if (REVERSED.has(recorded.result_code)) return { kind: 'succeeded', ...(recorded.receipt ? { operatorReference: recorded.receipt } : {}) };
-      return { kind: 'failed', code: 'generic_decline', operatorCode: recorded.result_code };
+    async refundOutcome(request: RefundRequest, operatorReference?: string): Promise<RefundResult> {
+      const recorded = await results.findOne({ _id: `reversal:${request.refundId}` });
+      if (recorded) {
+        if (REVERSED.has(recorded.result_code)) return { kind: 'succeeded', ...(recorded.receipt ? { operatorReference: recorded.receipt } : {}) };
+        return { kind: 'failed', code: 'generic_decline', operatorCode: recorded.result_code };
+      }
+      const claimed = await requests.findOne({ _id: `reversal:${request.refundId}` });
+      // Not sent yet (the receipt was being looked up): ask again, which sends it once the receipt is known.
+      if (!claimed) return this.refund(request);
+      const conversation = claimed.operator_id ?? operatorReference;
+      if (!conversation) return { kind: 'pending' };
+      // The reversal's `Result` has not come: Daraja's Transaction Status tells.
+      const status = await results.findOne({ _id: `status:reversal:${request.refundId}` });
+      if (status?.result_code === '0' && status.transaction_status && STATUS_REVERSED.has(status.transaction_status)) {
+        return { kind: 'succeeded', ...(status.receipt ? { operatorReference: status.receipt } : {}) };
+      }
+      if (deps.now() - claimed.created_at >= STATUS_AFTER_MS) {
+        await askStatus(`reversal:${request.refundId}`, { OriginatorConversationID: conversation }, request.callbackUrl);
+      }
+      return { kind: 'pending', operatorReference: conversation };
+    },
+
+    /** An M-Pesa prompt on the payer's phone cannot be withdrawn: only Daraja's answer ends it. */
+    async withdraw() {
+      return { kind: 'cannot' as const };
+    },
+
+    /** A fresh OAuth token: Daraja answered. */
+    async probe(): Promise<void> {
+      await tokens.probe();
     },
   };
 }

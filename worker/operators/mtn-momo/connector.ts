@@ -36,74 +36,27 @@
  * shaped as version 4), so a retried job sends the same one, and MTN's 409 "already
  * exists" is the proof that the first request was stored: success.
  */
-import { createHash } from 'node:crypto';
-import type { MtnMomoConfig, MtnMomoProductConfig } from '../../common/config.js';
-import type { DeclineCode } from '../../common/lifecycle.js';
-import { majorUnits } from './amounts.js';
+import type { MtnMomoConfig, MtnMomoProductConfig } from '../../../common/config.js';
+import { majorUnits } from '../amounts.js';
 import {
   OperatorRequestError,
-  type ConnectorDeps,
+  type BuildDeps,
   type OperatorConnector,
   type OperatorResult,
   type PaymentAttemptRequest,
   type PaymentRequested,
   type RefundRequest,
   type RefundResult,
-} from './connector.js';
-import { callOperator, field, text, type OperatorResponse } from './operator-http.js';
-import { TokenCache } from './token-cache.js';
+} from '../connector.js';
+import { callOperator, field, text, type OperatorResponse } from '../operator-http.js';
+import { TokenCache } from '../token-cache.js';
+import { MTN_REASONS, msisdn, mtnDecline, mtnReferenceId } from './wire.js';
 
 const OPERATOR = 'mtn_momo';
 
-/**
- * MTN's `reason` codes (ErrorReason) → DESIGN section 7's decline codes. A code not
- * listed is `generic_decline`.
- */
-export const MTN_REASONS: Readonly<Record<string, DeclineCode>> = {
-  PAYER_NOT_FOUND: 'payer_not_found',
-  PAYEE_NOT_FOUND: 'generic_decline',
-  NOT_ENOUGH_FUNDS: 'insufficient_funds',
-  APPROVAL_REJECTED: 'payer_declined',
-  TRANSACTION_CANCELED: 'payer_declined',
-  EXPIRED: 'approval_timeout',
-  PAYER_LIMIT_REACHED: 'limit_exceeded',
-  PAYEE_LIMIT_REACHED: 'limit_exceeded',
-  PAYER_DELAYED: 'approval_timeout',
-  NOT_ALLOWED: 'payer_account_blocked',
-  PAYEE_NOT_ALLOWED_TO_RECEIVE: 'generic_decline',
-  NOT_ALLOWED_TARGET_ENVIRONMENT: 'generic_decline',
-  INVALID_CALLBACK_URL_HOST: 'generic_decline',
-  INVALID_CURRENCY: 'generic_decline',
-  INTERNAL_PROCESSING_ERROR: 'operator_unavailable',
-  SERVICE_UNAVAILABLE: 'operator_unavailable',
-  COULD_NOT_PERFORM_TRANSACTION: 'operator_unavailable',
-  PAYER_FAILED: 'generic_decline',
-};
-
-/** The decline code of a FAILED transaction's `reason` (a string or `{code, message}`). */
-export function mtnDecline(reason: unknown): { code: DeclineCode; operatorCode?: string } {
-  const operatorCode = typeof reason === 'string' ? reason : text(reason, 'code');
-  return { code: (operatorCode && MTN_REASONS[operatorCode]) || 'generic_decline', ...(operatorCode ? { operatorCode } : {}) };
-}
-
-/**
- * The X-Reference-Id of an attempt or a refund: a UUID version 4 in shape, derived
- * from the id so a retry reuses it, and unguessable without the id.
- */
-export function mtnReferenceId(id: string): string {
-  const bytes = createHash('sha256').update(`mtn_momo:${id}`).digest().subarray(0, 16);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x40;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-/** The MSISDN as MTN takes it: the E.164 digits, without `+`. */
-const msisdn = (phone: string) => phone.replace(/^\+/, '');
-
 type Product = 'collection' | 'disbursement';
 
-export function mtnMomoConnector(config: MtnMomoConfig, deps: ConnectorDeps & { now: () => number; timeoutMs: number }): OperatorConnector {
+export function mtnMomoConnector(config: MtnMomoConfig, deps: BuildDeps): OperatorConnector {
   const tokens: Record<Product, TokenCache> = {
     collection: tokenCache('collection', config.collection),
     disbursement: tokenCache('disbursement', config.disbursement),
@@ -112,7 +65,7 @@ export function mtnMomoConnector(config: MtnMomoConfig, deps: ConnectorDeps & { 
   function tokenCache(product: Product, credentials: MtnMomoProductConfig): TokenCache {
     return new TokenCache({
       redis: deps.redis,
-      lockKey: `${deps.prefix}:operator-token-lock:mtn_momo:${product}`,
+      lockKey: `${deps.prefix}:operator-token-lock:mtn_momo:${config.targetEnvironment}:${product}`,
       now: deps.now,
       marginMs: 60_000,
       lockWaitMs: deps.timeoutMs + 5_000,
@@ -126,7 +79,8 @@ export function mtnMomoConnector(config: MtnMomoConfig, deps: ConnectorDeps & { 
           timeoutMs: deps.timeoutMs,
         });
         const token = text(answer.body, 'access_token');
-        if (answer.status !== 200 || !token) throw new OperatorRequestError(OPERATOR, answer.status, `${product}_token_refused`);
+        // A 429 or a 5xx was thrown as no answer (operator-http.ts); a refusal here means nothing was sent.
+        if (answer.status !== 200 || !token) throw new OperatorRequestError(OPERATOR, answer.status, `${product}_token_refused`, undefined, false);
         return { token, expiresInS: Number(field(answer.body, 'expires_in') ?? 3600) || 3600 };
       },
     });
@@ -160,7 +114,7 @@ export function mtnMomoConnector(config: MtnMomoConfig, deps: ConnectorDeps & { 
     return new OperatorRequestError(OPERATOR, answer.status, code, code === 'PAYER_NOT_FOUND' ? 'payer_not_found' : undefined);
   }
 
-  /** The status GET of a request-to-pay or a refund, read into its parts. */
+  /** The status GET of a request-to-pay or a refund, read into its parts; null when MTN holds no such reference (404). */
   async function status(product: Product, path: string): Promise<{ status: string; reason: unknown; transactionId?: string } | null> {
     const answer = await call(product, 'GET', path, {});
     if (answer.status === 404) return null;
@@ -190,7 +144,7 @@ export function mtnMomoConnector(config: MtnMomoConfig, deps: ConnectorDeps & { 
     async outcome(attemptId: string, operatorReference?: string): Promise<OperatorResult> {
       const referenceId = operatorReference ?? mtnReferenceId(attemptId);
       const found = await status('collection', `/collection/v1_0/requesttopay/${encodeURIComponent(referenceId)}`);
-      if (!found) return { kind: 'pending' };
+      if (!found) return { kind: 'not_found' };
       switch (found.status) {
         case 'SUCCESSFUL':
           return { kind: 'succeeded', ...(found.transactionId ? { operatorReference: found.transactionId } : {}) };
@@ -219,21 +173,31 @@ export function mtnMomoConnector(config: MtnMomoConfig, deps: ConnectorDeps & { 
         referenceIdToRefund: mtnReferenceId(request.attemptId),
       });
       if (answer.status === 202 || answer.status === 409) return { kind: 'pending', operatorReference: referenceId };
+      // Refused (the payment unknown to MTN, the amount too large, a malformed request):
+      // final only once MTN's own record shows it created nothing by this reference.
       const code = text(answer.body, 'code');
-      // The refund itself is refused (the payment is unknown to MTN, the amount too large): final.
-      if (answer.status >= 400 && answer.status < 500 && answer.status !== 401 && answer.status !== 403) {
-        return { kind: 'failed', code: (code && MTN_REASONS[code]) || 'generic_decline', ...(code ? { operatorCode: code } : {}) };
-      }
-      throw refused(answer);
+      const recorded = await this.refundOutcome(request, referenceId);
+      if (recorded.kind !== 'not_found') return recorded;
+      return { kind: 'failed', code: code === 'PAYER_NOT_FOUND' || code === 'NOT_ENOUGH_FUNDS' ? MTN_REASONS[code]! : 'operator_request_rejected', operatorCode: code ?? String(answer.status) };
     },
 
-    async refundOutcome(refundId: string, operatorReference?: string): Promise<RefundResult> {
-      const referenceId = operatorReference ?? mtnReferenceId(`refund:${refundId}`);
+    async refundOutcome(request: RefundRequest, operatorReference?: string): Promise<RefundResult> {
+      const referenceId = operatorReference ?? mtnReferenceId(`refund:${request.refundId}`);
       const found = await status('disbursement', `/disbursement/v1_0/refund/${encodeURIComponent(referenceId)}`);
-      if (!found) return { kind: 'pending', operatorReference: referenceId };
+      if (!found) return { kind: 'not_found' };
       if (found.status === 'SUCCESSFUL') return { kind: 'succeeded', operatorReference: found.transactionId ?? referenceId };
       if (found.status === 'FAILED') return { kind: 'failed', ...mtnDecline(found.reason) };
       return { kind: 'pending', operatorReference: referenceId };
+    },
+
+    /** An MTN prompt on the payer's phone cannot be withdrawn: only MTN's own answer ends it. */
+    async withdraw() {
+      return { kind: 'cannot' as const };
+    },
+
+    /** A status GET of a reference nobody made: any answer (404) is an answer. */
+    async probe(): Promise<void> {
+      await status('collection', `/collection/v1_0/requesttopay/${mtnReferenceId('probe')}`);
     },
   };
 }

@@ -44,49 +44,25 @@
  *   another Wave account than the confirm's phone number (the number is for the
  *   merchant's records). Sending it would add `payer-mobile-mismatch` declines.
  */
-import type { WaveConfig } from '../../common/config.js';
-import type { DeclineCode } from '../../common/lifecycle.js';
-import { majorUnits } from './amounts.js';
+import type { WaveConfig } from '../../../common/config.js';
+import { majorUnits } from '../amounts.js';
 import {
   OperatorRequestError,
-  type ConnectorDeps,
+  type BuildDeps,
   type OperatorConnector,
   type OperatorResult,
   type PaymentAttemptRequest,
   type PaymentRequested,
   type RefundRequest,
   type RefundResult,
-} from './connector.js';
-import { callOperator, field, text, type OperatorResponse } from './operator-http.js';
+  type WithdrawResult,
+} from '../connector.js';
+import { callOperator, field, text, type OperatorResponse } from '../operator-http.js';
+import { waveSessionOutcome, waveSessionRefunded } from './wire.js';
 
 const OPERATOR = 'wave';
 
-/** Wave's `last_payment_error.code` values → DESIGN section 7's decline codes; others are `generic_decline`. */
-export const WAVE_PAYMENT_ERRORS: Readonly<Record<string, DeclineCode>> = {
-  'insufficient-funds': 'insufficient_funds',
-  'blocked-account': 'payer_account_blocked',
-  'kyb-limits-exceeded': 'limit_exceeded',
-  'payer-mobile-mismatch': 'payer_declined',
-  'customer-age-restricted': 'generic_decline',
-  'cross-border-payment-not-allowed': 'generic_decline',
-  'payment-failure': 'operator_unavailable',
-};
-
-/** Our reading of a checkout session. */
-export function waveSessionOutcome(session: unknown): OperatorResult {
-  const checkout = text(session, 'checkout_status');
-  const payment = text(session, 'payment_status');
-  const id = text(session, 'id');
-  if (payment === 'succeeded') return { kind: 'succeeded', ...(id ? { operatorReference: id } : {}) };
-  if (checkout === 'expired' || checkout === 'complete') {
-    const operatorCode = text(field(session, 'last_payment_error'), 'code');
-    if (operatorCode) return { kind: 'declined', code: WAVE_PAYMENT_ERRORS[operatorCode] ?? 'generic_decline', operatorCode };
-    return { kind: 'declined', code: checkout === 'expired' ? 'approval_timeout' : 'payer_declined', operatorCode: `checkout_${checkout}` };
-  }
-  return { kind: 'pending' };
-}
-
-export function waveConnector(config: WaveConfig, deps: ConnectorDeps & { now: () => number; timeoutMs: number }): OperatorConnector {
+export function waveConnector(config: WaveConfig, deps: BuildDeps): OperatorConnector {
   function call(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<OperatorResponse> {
     return callOperator({
       operator: OPERATOR,
@@ -114,12 +90,19 @@ export function waveConnector(config: WaveConfig, deps: ConnectorDeps & { now: (
     return Array.isArray(found) && found.length > 0 ? found[0] : null;
   }
 
+  /**
+   * Refunds the session under the refund's idempotency key. A refusal is read against
+   * the session itself: a retry whose first try refunded (its answer lost) finds the
+   * session refunded, and succeeds; only a session still unrefunded makes it a failure.
+   */
   async function refundSession(refundId: string, sessionId: string): Promise<RefundResult> {
     const answer = await call('POST', `/v1/checkout/sessions/${encodeURIComponent(sessionId)}/refund`, undefined, refundId);
     if (answer.status === 200) return { kind: 'succeeded', operatorReference: sessionId };
     const code = text(answer.body, 'code');
-    if (code === 'checkout-refund-failed' || code === 'checkout-session-not-found') return { kind: 'failed', code: 'generic_decline', operatorCode: code };
-    throw refused(answer);
+    if (code !== 'checkout-refund-failed' && code !== 'checkout-session-not-found') throw refused(answer);
+    const found = code === 'checkout-session-not-found' ? null : await session('', sessionId);
+    if (found && waveSessionRefunded(found)) return { kind: 'succeeded', operatorReference: sessionId };
+    return { kind: 'failed', code: found ? 'generic_decline' : 'operator_request_rejected', operatorCode: code };
   }
 
   return {
@@ -140,19 +123,44 @@ export function waveConnector(config: WaveConfig, deps: ConnectorDeps & { now: (
 
     async outcome(attemptId: string, operatorReference?: string): Promise<OperatorResult> {
       const found = await session(attemptId, operatorReference);
-      return found ? waveSessionOutcome(found) : { kind: 'pending' };
+      return found ? waveSessionOutcome(found) : { kind: 'not_found' };
     },
 
     async refund(request: RefundRequest): Promise<RefundResult> {
       const sessionId = request.paymentReference ?? text(await session(request.attemptId), 'id');
-      if (!sessionId) return { kind: 'failed', code: 'generic_decline', operatorCode: 'checkout-session-not-found' };
+      if (!sessionId) return { kind: 'failed', code: 'operator_request_rejected', operatorCode: 'checkout-session-not-found' };
       return refundSession(request.refundId, sessionId);
     },
 
-    async refundOutcome(refundId: string, operatorReference?: string): Promise<RefundResult> {
-      // No refund object to read: the same request, under the same idempotency key, gives the first answer again.
-      if (!operatorReference) return { kind: 'pending' };
-      return refundSession(refundId, operatorReference);
+    /** No refund object to read: the session says whether its money went back; else the same request, under the same key. */
+    async refundOutcome(request: RefundRequest, operatorReference?: string): Promise<RefundResult> {
+      const sessionId = operatorReference ?? request.paymentReference ?? text(await session(request.attemptId), 'id');
+      if (!sessionId) return { kind: 'not_found' };
+      const found = await session('', sessionId);
+      if (found && waveSessionRefunded(found)) return { kind: 'succeeded', operatorReference: sessionId };
+      return refundSession(request.refundId, sessionId);
+    },
+
+    /**
+     * Expires the attempt's session (`POST /v1/checkout/sessions/:id/expire`), so its
+     * `wave_launch_url` can no longer be paid. A session Wave will not expire is read:
+     * paid, it is the attempt's answer; ended otherwise, there is nothing to withdraw.
+     */
+    async withdraw(attemptId: string, operatorReference?: string): Promise<WithdrawResult> {
+      const sessionId = operatorReference ?? text(await session(attemptId), 'id');
+      if (!sessionId) return { kind: 'withdrawn' };
+      const answer = await call('POST', `/v1/checkout/sessions/${encodeURIComponent(sessionId)}/expire`);
+      if (answer.status === 200 && text(answer.body, 'payment_status') !== 'succeeded') return { kind: 'withdrawn' };
+      if (answer.status !== 200 && answer.status !== 404 && answer.status !== 409 && answer.status !== 400) throw refused(answer);
+      const found = await session(attemptId, sessionId);
+      const result = found ? waveSessionOutcome(found) : ({ kind: 'not_found' } as const);
+      if (result.kind === 'succeeded') return { kind: 'paid', answer: result };
+      if (result.kind === 'pending') throw refused(answer);
+      return { kind: 'withdrawn' };
+    },
+
+    async probe(): Promise<void> {
+      await session('probe:0');
     },
   };
 }

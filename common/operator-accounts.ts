@@ -1,0 +1,176 @@
+/**
+ * Live operator accounts (DESIGN section 14, "Accounts per operator and country").
+ * Operators issue credentials per country: MTN an API user, keys and a target
+ * environment per country; Wave one API key per business wallet; Daraja serves
+ * Safaricom Kenya only. An account is one such set of credentials and the countries
+ * it serves; a live attempt is sent through the account of its operator and its
+ * payer's country, and keeps that account's id, so its checks and refunds go through
+ * the same credentials even after another account is added.
+ *
+ * - The section 12 variables (`MTN_MOMO_*`, `MPESA_*`, `WAVE_*`) configure one
+ *   account each: MTN's serves its target environment's country (`sandbox` is MTN's
+ *   sandbox: EUR and MTN's test numbers only), M-Pesa's Kenya, Wave's `WAVE_COUNTRY`.
+ * - `OPERATOR_ACCOUNTS_FILE` names a JSON array of more accounts, each
+ *   `{"operator", "countries": [...], ...that operator's variables}` (the same names,
+ *   without the operator's prefix being optional: `MTN_MOMO_BASE_URL` or `base_url`).
+ * - A live confirm for an operator and country without an account is 400
+ *   `operator_not_configured`, and reaches no operator.
+ *
+ * Account ids name the operator and what tells its accounts apart (MTN's target
+ * environment, Daraja's short code, Wave's countries), never a credential.
+ */
+import { readFileSync } from 'node:fs';
+import type { MpesaConfig, MtnMomoConfig, WaveConfig } from './config.js';
+
+export type LiveOperator = 'mtn_momo' | 'mpesa' | 'wave';
+
+interface AccountBase {
+  /** `mtn_momo:mtnghana`, `mpesa:174379`, `wave:SN`: stable, credential-free. */
+  id: string;
+  /** ISO 3166-1 alpha-2 codes this account serves. */
+  countries: readonly string[];
+  /** MTN's sandbox: EUR and MTN's test numbers only, whatever the catalog says. */
+  sandbox: boolean;
+}
+
+export type OperatorAccount =
+  | (AccountBase & { operator: 'mtn_momo'; config: MtnMomoConfig })
+  | (AccountBase & { operator: 'mpesa'; config: MpesaConfig })
+  | (AccountBase & { operator: 'wave'; config: WaveConfig });
+
+/**
+ * MTN MoMo's production target environments and the country each serves (MTN's
+ * developer portal: one `X-Target-Environment` per country, `mtn<country>`).
+ */
+export const MTN_TARGET_ENVIRONMENTS: Readonly<Record<string, string>> = {
+  mtnivorycoast: 'CI',
+  mtnuganda: 'UG',
+  mtnghana: 'GH',
+  mtncameroon: 'CM',
+  mtnbenin: 'BJ',
+  mtncongo: 'CG',
+  mtnguineaconakry: 'GN',
+  mtnzambia: 'ZM',
+  mtnrwanda: 'RW',
+  mtnnigeria: 'NG',
+  mtnliberia: 'LR',
+  mtnswaziland: 'SZ',
+  mtnsouthafrica: 'ZA',
+};
+
+/**
+ * MTN's sandbox (MoMoOpenAPI_SandBox, "Test numbers"): EUR only, and the payer
+ * numbers 46733123450 to 46733123459, each with a fixed outcome.
+ */
+export const MTN_SANDBOX = {
+  currency: 'eur',
+  numbers: /^\+?4673312345\d$/,
+  minAmount: 1,
+  maxAmount: 100_000_00,
+} as const;
+
+/** The countries the MTN account of `targetEnvironment` serves: none for `sandbox` (test numbers only) or an unknown one. */
+export function mtnCountries(targetEnvironment: string): string[] {
+  const country = MTN_TARGET_ENVIRONMENTS[targetEnvironment.toLowerCase()];
+  return country ? [country] : [];
+}
+
+/** The account of `operator` serving `country` (first configured first), or null. */
+export function accountFor(accounts: readonly OperatorAccount[], operator: string, country: string | null, phone?: string): OperatorAccount | null {
+  for (const account of accounts) {
+    if (account.operator !== operator) continue;
+    if (account.sandbox && phone !== undefined && MTN_SANDBOX.numbers.test(phone)) return account;
+    if (country !== null && account.countries.includes(country)) return account;
+  }
+  return null;
+}
+
+/** The account named `id`, else the first of `operator` (an attempt from before accounts had ids). */
+export function accountById(accounts: readonly OperatorAccount[], id: string | null | undefined, operator: string): OperatorAccount | null {
+  return accounts.find((a) => a.id === id) ?? (id ? null : (accounts.find((a) => a.operator === operator) ?? null));
+}
+
+/** The operators with at least one account, in DESIGN section 12's order. */
+export function operatorsWithAccounts(accounts: readonly OperatorAccount[]): LiveOperator[] {
+  return (['mtn_momo', 'mpesa', 'wave'] as const).filter((operator) => accounts.some((a) => a.operator === operator));
+}
+
+type Raw = Record<string, unknown>;
+
+const PREFIX: Record<LiveOperator, string> = { mtn_momo: 'MTN_MOMO_', mpesa: 'MPESA_', wave: 'WAVE_' };
+
+/** A variable of a file account: `MTN_MOMO_BASE_URL`, or `base_url`. */
+function pick(raw: Raw, operator: LiveOperator, name: string): string | undefined {
+  const value = raw[`${PREFIX[operator]}${name}`] ?? raw[name.toLowerCase()];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+const trimUrl = (url: string) => url.replace(/\/+$/, '');
+
+/** One account from variables (`vars(name)` without the operator's prefix); null when a variable is missing, with `missing` filled. */
+export function accountOf(operator: LiveOperator, vars: (name: string) => string | undefined, countries: readonly string[] | null, missing: string[]): OperatorAccount | null {
+  const need = (name: string) => {
+    const value = vars(name);
+    if (value === undefined) missing.push(`${PREFIX[operator]}${name}`);
+    return value ?? '';
+  };
+  if (operator === 'mtn_momo') {
+    const config: MtnMomoConfig = {
+      baseUrl: trimUrl(need('BASE_URL')),
+      targetEnvironment: need('TARGET_ENVIRONMENT'),
+      collection: { subscriptionKey: need('COLLECTION_SUBSCRIPTION_KEY'), userId: need('COLLECTION_USER_ID'), apiKey: need('COLLECTION_API_KEY') },
+      disbursement: { subscriptionKey: need('DISBURSEMENT_SUBSCRIPTION_KEY'), userId: need('DISBURSEMENT_USER_ID'), apiKey: need('DISBURSEMENT_API_KEY') },
+    };
+    if (missing.length) return null;
+    const sandbox = config.targetEnvironment === 'sandbox';
+    return { id: `mtn_momo:${config.targetEnvironment}`, operator, countries: countries ?? mtnCountries(config.targetEnvironment), sandbox, config };
+  }
+  if (operator === 'mpesa') {
+    const config: MpesaConfig = {
+      baseUrl: trimUrl(need('BASE_URL')),
+      consumerKey: need('CONSUMER_KEY'),
+      consumerSecret: need('CONSUMER_SECRET'),
+      shortcode: need('SHORTCODE'),
+      passkey: need('PASSKEY'),
+      initiatorName: need('INITIATOR_NAME'),
+      securityCredential: need('SECURITY_CREDENTIAL'),
+    };
+    if (missing.length) return null;
+    // Daraja is Safaricom Kenya's: whatever a file says, an M-Pesa account serves Kenya only.
+    return { id: `mpesa:${config.shortcode}`, operator, countries: ['KE'], sandbox: false, config };
+  }
+  const config: WaveConfig = { baseUrl: trimUrl(need('BASE_URL')), apiKey: need('API_KEY'), webhookSecret: need('WEBHOOK_SECRET') };
+  if (missing.length) return null;
+  const served = countries ?? [(vars('COUNTRY') ?? 'SN').toUpperCase()];
+  return { id: `wave:${served.join('+')}`, operator, countries: served, sandbox: false, config };
+}
+
+/** The accounts of `OPERATOR_ACCOUNTS_FILE`; throws with every problem found (never a value). */
+export function accountsFromFile(path: string): OperatorAccount[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new Error(`"OPERATOR_ACCOUNTS_FILE" ${path} could not be read as JSON (${(err as NodeJS.ErrnoException).code ?? 'invalid JSON'})`);
+  }
+  if (!Array.isArray(parsed)) throw new Error(`"OPERATOR_ACCOUNTS_FILE" ${path} must hold a JSON array of accounts`);
+  const problems: string[] = [];
+  const accounts: OperatorAccount[] = [];
+  parsed.forEach((raw: unknown, index) => {
+    const where = `account ${index} of "OPERATOR_ACCOUNTS_FILE"`;
+    if (raw === null || typeof raw !== 'object') return void problems.push(`${where} is not an object`);
+    const entry = raw as Raw;
+    const operator = entry.operator;
+    if (operator !== 'mtn_momo' && operator !== 'mpesa' && operator !== 'wave') return void problems.push(`${where}: "operator" must be mtn_momo, mpesa or wave`);
+    const countries = entry.countries;
+    const list = Array.isArray(countries) && countries.every((c) => typeof c === 'string' && /^[A-Za-z]{2}$/.test(c)) ? countries.map((c: string) => c.toUpperCase()) : null;
+    if (countries !== undefined && list === null) return void problems.push(`${where}: "countries" must be a list of two-letter country codes`);
+    if (operator === 'mpesa' && list && list.some((c) => c !== 'KE')) return void problems.push(`${where}: M-Pesa (Daraja) serves Kenya only; Vodacom's M-Pesa has no connector yet`);
+    const missing: string[] = [];
+    const account = accountOf(operator, (name) => pick(entry, operator, name), list, missing);
+    if (!account) return void problems.push(`${where} (${operator}) lacks ${missing.join(', ')}`);
+    accounts.push(account);
+  });
+  if (problems.length) throw new Error(problems.join('; '));
+  return accounts;
+}

@@ -1,0 +1,182 @@
+/**
+ * Daraja's callbacks, as the api's callback routes record them. Daraja signs nothing:
+ * each callback URL the M-Pesa connector gives carries the subject it is about (an
+ * attempt, a refund, a Transaction Status query) and `mpesaCallbackToken`, an HMAC of
+ * that subject under the service key `operator-callbacks` (common/service-keys.ts;
+ * DESIGN section 14: not an operator credential, so rotating the consumer secret
+ * strands no callback in flight). Only Safaricom, which saw the URL, can call it.
+ *
+ * What a genuine callback says is kept in MongoDB (`mpesa_results`), never the phone
+ * number: an STK callback's receipt (for reversals), a reversal's `Result`, a
+ * Transaction Status `Result`. A payment's outcome still comes from the STK query.
+ * A reversal `Result` is matched to its conversation: one whose
+ * `OriginatorConversationID` is not the one Daraja gave for that refund is ignored.
+ * Pure but for the inserts; it imports only common/, so the api may use it.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Db } from 'mongodb';
+import { isDuplicateKey } from '../../../common/mongo.js';
+
+function field(body: unknown, name: string): unknown {
+  return body !== null && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
+}
+
+function text(body: unknown, name: string): string | undefined {
+  const value = field(body, name);
+  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
+}
+
+/** Where the M-Pesa connector keeps its claims and the callbacks' facts (MongoDB). */
+export const MPESA_COLLECTIONS = { requests: 'mpesa_requests', results: 'mpesa_results' } as const;
+
+/** A fact an M-Pesa callback gave, kept in `mpesa_results`. */
+export interface ResultDoc {
+  _id: string;
+  /** The attempt or refund the callback's URL named. */
+  subject: string;
+  result_code: string;
+  /** STK: CheckoutRequestID; reversal: OriginatorConversationID. */
+  operator_id?: string;
+  /** STK: MpesaReceiptNumber; reversal: its TransactionID. */
+  receipt?: string;
+  amount?: number;
+  /** Transaction Status: the transaction's `TransactionStatus` ("Completed", "Reversed", …). */
+  transaction_status?: string;
+  received_at: number;
+}
+
+/** The service key (common/service-keys.ts) under which the callback URLs' tokens are made. */
+export const CALLBACK_KEY_ID = 'operator-callbacks';
+
+/** The token that a callback URL of ours carries for `subject` (an attempt, a refund, a status query). */
+export function mpesaCallbackToken(key: Buffer, subject: string): string {
+  return createHmac('sha256', key).update(`mpesa-callback:${subject}`).digest('base64url');
+}
+
+function tokenMatches(key: Buffer, subject: string, token: string | null | undefined): boolean {
+  if (!token) return false;
+  const expected = Buffer.from(mpesaCallbackToken(key, subject));
+  const given = Buffer.from(token);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * Records a genuine STK callback (`POST {CallBackURL}?attempt=…&t=…`) and returns the
+ * attempt to look at again; null for a callback whose token does not match or whose
+ * body is not Daraja's (it changes nothing). A repeated callback changes nothing.
+ * What is kept: the result code, receipt number and amount, never the phone number.
+ */
+export async function recordStkCallback(
+  db: Db,
+  key: Buffer,
+  params: { attempt?: string | null; t?: string | null },
+  body: unknown,
+  now: number = Date.now(),
+): Promise<{ attemptId: string } | null> {
+  const attemptId = params.attempt;
+  if (!attemptId || !tokenMatches(key, attemptId, params.t)) return null;
+  const callback = field(field(body, 'Body'), 'stkCallback');
+  const checkoutId = text(callback, 'CheckoutRequestID');
+  const resultCode = text(callback, 'ResultCode');
+  if (!checkoutId || resultCode === undefined) return null;
+  const items = field(field(callback, 'CallbackMetadata'), 'Item');
+  const item = (name: string) => (Array.isArray(items) ? items.find((i) => text(i, 'Name') === name) : undefined);
+  const receipt = text(item('MpesaReceiptNumber'), 'Value');
+  const amount = Number(field(item('Amount'), 'Value'));
+  const doc: ResultDoc = {
+    _id: `stk:${attemptId}`,
+    subject: attemptId,
+    result_code: resultCode,
+    operator_id: checkoutId,
+    ...(receipt ? { receipt } : {}),
+    ...(Number.isFinite(amount) ? { amount } : {}),
+    received_at: now,
+  };
+  await insertIgnoringDuplicate(db, doc);
+  return { attemptId };
+}
+
+/** The value of `Key` among a `Result`'s `ResultParameters.ResultParameter` (a list, or one object). */
+export function resultParameter(result: unknown, key: string): string | undefined {
+  const raw = field(field(result, 'ResultParameters'), 'ResultParameter');
+  const list = Array.isArray(raw) ? raw : raw ? [raw] : [];
+  const found = list.find((item) => text(item, 'Key') === key);
+  return found ? text(found, 'Value') : undefined;
+}
+
+/**
+ * Records a genuine reversal `Result` (`POST {ResultURL}?refund=…&t=…`) and returns
+ * the refund to look at again; null for a forged, malformed or unmatched one: its
+ * `OriginatorConversationID` must be the one Daraja gave when it accepted that
+ * refund's reversal (`expectedConversation`, from the connector's claim). A
+ * `QueueTimeOutURL` notice (no `Result`) is not a result: null.
+ */
+export async function recordReversalResult(
+  db: Db,
+  key: Buffer,
+  params: { refund?: string | null; t?: string | null },
+  body: unknown,
+  now: number = Date.now(),
+): Promise<{ refundId: string } | null> {
+  const refundId = params.refund;
+  if (!refundId || !tokenMatches(key, refundId, params.t)) return null;
+  const result = field(body, 'Result');
+  const resultCode = text(result, 'ResultCode');
+  if (resultCode === undefined) return null;
+  const claim = await db.collection<{ _id: string; operator_id?: string }>(MPESA_COLLECTIONS.requests).findOne({ _id: `reversal:${refundId}` });
+  if (!claim?.operator_id || claim.operator_id !== text(result, 'OriginatorConversationID')) return null;
+  const transactionId = text(result, 'TransactionID');
+  const doc: ResultDoc = {
+    _id: `reversal:${refundId}`,
+    subject: refundId,
+    result_code: resultCode,
+    ...(text(result, 'OriginatorConversationID') ? { operator_id: text(result, 'OriginatorConversationID') } : {}),
+    ...(transactionId ? { receipt: transactionId } : {}),
+    received_at: now,
+  };
+  await insertIgnoringDuplicate(db, doc);
+  return { refundId };
+}
+
+/**
+ * Records a genuine Transaction Status `Result` (`POST {ResultURL}?status=…&t=…`, the
+ * subject `stk:<attempt>` or `reversal:<refund>` the query was about): the
+ * transaction's receipt (`ReceiptNo`) and status (`TransactionStatus`), or Daraja's
+ * code when it found nothing. Kept as `status:<subject>`; a newer answer replaces an
+ * older one (the transaction may have moved on).
+ */
+export async function recordTransactionStatus(
+  db: Db,
+  key: Buffer,
+  params: { status?: string | null; t?: string | null },
+  body: unknown,
+  now: number = Date.now(),
+): Promise<{ subject: string } | null> {
+  const subject = params.status;
+  if (!subject || !/^(stk|reversal):/.test(subject) || !tokenMatches(key, `status:${subject}`, params.t)) return null;
+  const result = field(body, 'Result');
+  const resultCode = text(result, 'ResultCode');
+  if (resultCode === undefined) return null;
+  const receipt = resultParameter(result, 'ReceiptNo');
+  const status = resultParameter(result, 'TransactionStatus');
+  const amount = Number(resultParameter(result, 'Amount'));
+  const doc: ResultDoc = {
+    _id: `status:${subject}`,
+    subject,
+    result_code: resultCode,
+    ...(receipt ? { receipt } : {}),
+    ...(status ? { transaction_status: status } : {}),
+    ...(Number.isFinite(amount) ? { amount } : {}),
+    received_at: now,
+  };
+  await db.collection<ResultDoc>(MPESA_COLLECTIONS.results).replaceOne({ _id: doc._id }, doc, { upsert: true });
+  return { subject };
+}
+
+async function insertIgnoringDuplicate(db: Db, doc: ResultDoc): Promise<void> {
+  try {
+    await db.collection<ResultDoc>(MPESA_COLLECTIONS.results).insertOne(doc);
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+  }
+}

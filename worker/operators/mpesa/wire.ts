@@ -1,0 +1,36 @@
+/**
+ * Daraja's wire: M-Pesa Express result codes and our decline codes, the reversal
+ * codes that mean the money went back, the EAT timestamp and the STK password. Pure.
+ */
+import type { MpesaConfig } from '../../../common/config.js';
+import type { DeclineCode } from '../../../common/lifecycle.js';
+
+/** M-Pesa Express `ResultCode`s → DESIGN section 7's decline codes; others are `generic_decline`. */
+export const MPESA_RESULT_CODES: Readonly<Record<string, DeclineCode>> = {
+  '1': 'insufficient_funds',
+  '1032': 'payer_declined',
+  '1037': 'approval_timeout',
+  '1019': 'approval_timeout',
+  '2001': 'incorrect_pin',
+  '1001': 'generic_decline',
+  '17': 'operator_unavailable',
+  '26': 'operator_unavailable',
+  '1025': 'operator_unavailable',
+  '9999': 'operator_unavailable',
+};
+
+/** Reversal `ResultCode`s that mean the money is back with the payer. */
+export const REVERSED = new Set(['0', 'R000001']);
+
+/** Transaction Status `TransactionStatus` values of a reversal whose money is back with the payer. */
+export const STATUS_REVERSED = new Set(['Completed', 'Reversed']);
+
+/** `YYYYMMDDHHmmss` in East Africa Time (UTC+3). */
+export function mpesaTimestamp(nowMs: number): string {
+  return new Date(nowMs + 3 * 3600_000).toISOString().replace(/[-T:]/g, '').slice(0, 14);
+}
+
+export function mpesaPassword(config: Pick<MpesaConfig, 'shortcode' | 'passkey'>, timestamp: string): string {
+  return Buffer.from(`${config.shortcode}${config.passkey}${timestamp}`).toString('base64');
+}
+

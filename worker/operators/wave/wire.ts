@@ -1,0 +1,48 @@
+/**
+ * Wave's wire: its payment error codes and our decline codes, and how a checkout
+ * session reads as an answer. Pure: the connector (./connector.ts) and the tests read it.
+ */
+import type { DeclineCode } from '../../../common/lifecycle.js';
+import type { OperatorResult } from '../connector.js';
+import { field, text } from '../operator-http.js';
+
+/** Wave's `last_payment_error.code` values → DESIGN section 7's decline codes; others are `generic_decline`. */
+export const WAVE_PAYMENT_ERRORS: Readonly<Record<string, DeclineCode>> = {
+  'insufficient-funds': 'insufficient_funds',
+  'blocked-account': 'payer_account_blocked',
+  'kyb-limits-exceeded': 'limit_exceeded',
+  'payer-mobile-mismatch': 'payer_declined',
+  'customer-age-restricted': 'generic_decline',
+  'cross-border-payment-not-allowed': 'generic_decline',
+  'payment-failure': 'operator_unavailable',
+};
+
+/** Our reading of a checkout session. */
+export function waveSessionOutcome(session: unknown): OperatorResult {
+  const checkout = text(session, 'checkout_status');
+  const payment = text(session, 'payment_status');
+  const id = text(session, 'id');
+  if (payment === 'succeeded') return { kind: 'succeeded', ...(id ? { operatorReference: id } : {}) };
+  const error = field(session, 'last_payment_error');
+  const operatorCode = text(error, 'code');
+  if (checkout === 'expired' || checkout === 'complete') {
+    if (operatorCode) return { kind: 'declined', code: WAVE_PAYMENT_ERRORS[operatorCode] ?? 'generic_decline', operatorCode };
+    return { kind: 'declined', code: checkout === 'expired' ? 'approval_timeout' : 'payer_declined', operatorCode: `checkout_${checkout}` };
+  }
+  // Still open after a failed try: the payer may try again on the same page (DESIGN section 14).
+  if (operatorCode) {
+    const key = `${operatorCode}:${text(error, 'message') ?? ''}`.slice(0, 300);
+    return { kind: 'pending', failedTry: { code: WAVE_PAYMENT_ERRORS[operatorCode] ?? 'generic_decline', operatorCode, key } };
+  }
+  return { kind: 'pending' };
+}
+
+/**
+ * Whether a session's money went back to the payer. Wave's Checkout reference shows
+ * no refund object; a refunded session reads `payment_status: "refunded"` (or, as
+ * some accounts show it, `refunded: true`).
+ */
+export function waveSessionRefunded(session: unknown): boolean {
+  return text(session, 'payment_status') === 'refunded' || field(session, 'refunded') === true;
+}
+
