@@ -60,11 +60,12 @@ export const MTN_TARGET_ENVIRONMENTS: Readonly<Record<string, string>> = {
 
 /**
  * MTN's sandbox (MoMoOpenAPI_SandBox, "Test numbers"): EUR only, and the payer
- * numbers 46733123450 to 46733123459, each with a fixed outcome.
+ * numbers 46733123450 to 46733123459 and 56733123450 to 56733123459, each with a
+ * fixed outcome (56733123453 succeeds).
  */
 export const MTN_SANDBOX = {
   currency: 'eur',
-  numbers: /^\+?4673312345\d$/,
+  numbers: /^\+?[45]673312345\d$/,
   minAmount: 1,
   maxAmount: 100_000_00,
 } as const;

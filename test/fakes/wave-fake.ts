@@ -1,6 +1,7 @@
 /**
- * A local Wave Checkout API, written from Wave's API reference and webhook guide
- * (the connector, worker/operators/wave.ts, names them). Strict where they are clear:
+ * A local Wave Checkout API (and the Balance API's transaction list), written from
+ * Wave's API reference (docs.wave.com/checkout, /balance-api) and webhook guide (the
+ * connector, worker/operators/wave/, names them). Strict where they are clear:
  *
  * - Every call needs `Authorization: Bearer <api key>`: none is 401
  *   `missing-auth-header`, another scheme 401 `invalid-auth`, an unknown key 401
@@ -12,11 +13,46 @@
  * - `GET /v1/checkout/sessions/:id` (404 `checkout-session-not-found`), `GET
  *   /v1/checkout/sessions/search?client_reference=…` (`{result: [...]}`).
  * - `POST /v1/checkout/sessions/:id/refund`: only a succeeded session (else 400
- *   `checkout-refund-failed`); the same `idempotency-key` replays the first answer.
+ *   `checkout-refund-failed`); the same `idempotency-key` replays the first answer
+ *   (an empty 200).
+ * - `POST /v1/checkout/sessions/:id/expire` (listed among the Checkout endpoints): an
+ *   open session becomes `checkout_status: "expired"` (`payment_status:
+ *   "cancelled"`, `when_completed` set) and the answer is an empty 200 (as the
+ *   reference's clients read it, e.g. wave-api-client's `expireSession`: "An empty
+ *   response upon success"). A session that is not open (paid, or already expired) is
+ *   refused HTTP 409 `{code: "checkout-session-not-open", message}`: INFERRED, the
+ *   public material we could read names no code for this refusal (a published
+ *   summary of the reference says "409 if the session is already completed or
+ *   expired"); change `expireRefusal` to try another. Counted in `expireCalls`.
+ *   No webhook: Wave's guide lists only checkout.session.completed and
+ *   checkout.session.payment_failed.
+ * - After a refund the checkout session is unchanged (still `payment_status:
+ *   "succeeded"`): the documented session object has no refund field and its
+ *   `payment_status` is only processing, cancelled or succeeded. The refund shows in
+ *   the Balance API, `GET /v1/transactions?date=YYYY-MM-DD` (`{page_info, date,
+ *   items}`), as an item with `transaction_type: "api_checkout_refund"`, a negative
+ *   `amount`, `is_reversal: true` and the session's `checkout_api_session_id`
+ *   (beside the payment's `api_checkout` item), as wave-api-client types the
+ *   documented transaction list. So a refund whose answer was lost is settled by
+ *   asking the refund again under the same `idempotency-key` (the first answer
+ *   replayed), or by that transaction list, not by the session.
  *
- * The payer is played by the test: `pay`, `failPayment` (the session stays open with
- * `last_payment_error`) and `expire`; each sends the webhook Wave would, signed with
- * the webhook secret, unless webhooks are dropped.
+ * The payer is played by the test: `pay`, `failPayment` / `failTry` (a failed try:
+ * the session stays open with `last_payment_error`, the payer may try again) and
+ * `expire` (the session's own expiry); each sends the webhook Wave would, signed with
+ * the webhook secret, unless webhooks are dropped (expiry sends none).
+ *
+ * Misbehaviours, each off until a test asks (the shared ones are in fake-server.ts):
+ *
+ * - Throttling (`server.throttleNext`): 429 with `{code: "too-many-requests",
+ *   message}`. `too-many-requests` is among the error codes Wave documents for its
+ *   Payout API (as wave-api-client lists them); the Checkout reference names no
+ *   rate-limit code, and the 429 status is inferred.
+ * - `honourIdempotencyKey = false`: the `idempotency-key` header is ignored, so a
+ *   repeated session create makes a new session and a repeated refund of a refunded
+ *   session answers 400 `checkout-refund-failed`.
+ * - A refund whose answer is lost: `server.dropAnswerNext(1, (r) =>
+ *   r.path.endsWith('/refund'))` refunds (see above), the caller sees a reset socket.
  */
 import { randomBytes } from 'node:crypto';
 import { signWaveWebhook } from '../../worker/operators/wave/callbacks.js';
@@ -35,8 +71,23 @@ export interface WaveSession {
   last_payment_error: { code: string; message: string } | null;
   transaction_id?: string;
   wave_launch_url: string;
+  /** When the session was completed or expired (not for open sessions). */
+  when_completed?: string;
   when_created: string;
   when_expires: string;
+}
+
+/** An item of the Balance API's transaction list (`GET /v1/transactions`). */
+export interface WaveTransaction {
+  timestamp: string;
+  transaction_id: string;
+  transaction_type: 'api_checkout' | 'api_checkout_refund';
+  amount: string;
+  fee: string;
+  currency: string;
+  is_reversal: boolean;
+  client_reference?: string;
+  checkout_api_session_id: string;
 }
 
 export class WaveFake {
@@ -47,10 +98,20 @@ export class WaveFake {
   webhookUrl: string | null = null;
   dropWebhooks = false;
   readonly webhooksSent: Array<{ type: string; body: string; signature: string }> = [];
+  /** The wallet's transactions, as the Balance API lists them. */
+  readonly transactions: WaveTransaction[] = [];
+  /** `POST …/expire` calls that reached the API (whatever their answer). */
+  expireCalls = 0;
+  /** A repeated `idempotency-key` replays the first answer (Wave's documented behaviour) while true. */
+  honourIdempotencyKey = true;
+  /** The answer to expiring a session that is not open (see the header: inferred). */
+  expireRefusal: FakeAnswer = { status: 409, body: { code: 'checkout-session-not-open', message: 'The checkout session is not open.' } };
   private readonly replays = new Map<string, FakeAnswer>();
 
   constructor(private readonly apiKey: string, private readonly webhookSecret: string) {
-    this.server = new FakeServer((request) => this.route(request));
+    this.server = new FakeServer((request) => this.route(request), {
+      throttleBody: { code: 'too-many-requests', message: 'Too many requests. Please retry later.' },
+    });
   }
 
   async start(): Promise<this> {
@@ -72,18 +133,35 @@ export class WaveFake {
 
   async pay(sessionId: string): Promise<void> {
     const session = this.session(sessionId);
-    Object.assign(session, { checkout_status: 'complete', payment_status: 'succeeded', transaction_id: `T_${randomBytes(6).toString('hex').toUpperCase()}` });
+    const now = new Date().toISOString();
+    Object.assign(session, { checkout_status: 'complete', payment_status: 'succeeded', transaction_id: `T_${randomBytes(6).toString('hex').toUpperCase()}`, when_completed: now });
+    this.transactions.push({
+      timestamp: now, transaction_id: session.transaction_id!, transaction_type: 'api_checkout', amount: session.amount, fee: '0', currency: session.currency,
+      is_reversal: false, ...(session.client_reference ? { client_reference: session.client_reference } : {}), checkout_api_session_id: session.id,
+    });
     await this.webhook('checkout.session.completed', session);
   }
 
+  /** A failed try: the session stays open with `last_payment_error` (the payer may try again), and Wave's webhook. */
   async failPayment(sessionId: string, code: string): Promise<void> {
     const session = this.session(sessionId);
     session.last_payment_error = { code, message: code.replace(/-/g, ' ') };
     await this.webhook('checkout.session.payment_failed', session);
   }
 
+  /** The same as `failPayment`. */
+  failTry(sessionId: string, code: string): Promise<void> {
+    return this.failPayment(sessionId, code);
+  }
+
+  /** The session expires by itself (its `when_expires` passed): no webhook. */
   async expire(sessionId: string): Promise<void> {
-    Object.assign(this.session(sessionId), { checkout_status: 'expired', payment_status: 'cancelled' });
+    Object.assign(this.session(sessionId), { checkout_status: 'expired', payment_status: 'cancelled', when_completed: new Date().toISOString() });
+  }
+
+  /** Whether the session's money went back (a refund was made). */
+  isRefunded(sessionId: string): boolean {
+    return this.refunded.has(sessionId);
   }
 
   /** The body and header of a webhook about `session`, signed as Wave signs them (at `timestampS`). */
@@ -119,6 +197,9 @@ export class WaveFake {
     }
     const refund = /^\/v1\/checkout\/sessions\/([^/]+)\/refund$/.exec(request.path);
     if (request.method === 'POST' && refund) return this.idempotent(request, () => this.refund(decodeURIComponent(refund[1]!)));
+    const expire = /^\/v1\/checkout\/sessions\/([^/]+)\/expire$/.exec(request.path);
+    if (request.method === 'POST' && expire) return this.expireSession(decodeURIComponent(expire[1]!));
+    if (request.method === 'GET' && request.path === '/v1/transactions') return this.listTransactions(request);
     const one = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(request.path);
     if (request.method === 'GET' && one) {
       const session = this.sessions.get(decodeURIComponent(one[1]!));
@@ -128,6 +209,7 @@ export class WaveFake {
   }
 
   private idempotent(request: FakeRequest, handle: () => FakeAnswer): FakeAnswer {
+    if (!this.honourIdempotencyKey) return handle();
     const key = header(request, 'idempotency-key');
     const slot = key ? `${request.path}\n${key}` : null;
     const replay = slot ? this.replays.get(slot) : undefined;
@@ -174,7 +256,31 @@ export class WaveFake {
       return { status: 400, body: { code: 'checkout-refund-failed', message: 'The checkout session cannot be refunded.' } };
     }
     this.refunded.add(id);
+    this.transactions.push({
+      timestamp: new Date().toISOString(), transaction_id: `T_${randomBytes(6).toString('hex').toUpperCase()}`, transaction_type: 'api_checkout_refund',
+      amount: `-${session.amount}`, fee: '0', currency: session.currency, is_reversal: true,
+      ...(session.client_reference ? { client_reference: session.client_reference } : {}), checkout_api_session_id: session.id,
+    });
     return { status: 200 };
+  }
+
+  private expireSession(id: string): FakeAnswer {
+    this.expireCalls++;
+    const session = this.sessions.get(id);
+    if (!session) return notFound();
+    if (session.checkout_status !== 'open') return this.expireRefusal;
+    Object.assign(session, { checkout_status: 'expired', payment_status: 'cancelled', when_completed: new Date().toISOString() });
+    return { status: 200 };
+  }
+
+  /** The Balance API's list of one day's transactions (`date`, default today, UTC), in one page. */
+  private listTransactions(request: FakeRequest): FakeAnswer {
+    const date = request.query.get('date') ?? new Date().toISOString().slice(0, 10);
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) {
+      return { status: 400, body: { code: 'request-validation-error', message: 'Request validation failed.', details: [{ loc: ['date'], msg: 'a date YYYY-MM-DD is required' }] } };
+    }
+    const items = this.transactions.filter((t) => t.timestamp.slice(0, 10) === date);
+    return { status: 200, body: { page_info: { start_cursor: null, end_cursor: null, has_next_page: false }, date, items } };
   }
 }
 

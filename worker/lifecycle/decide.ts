@@ -173,7 +173,7 @@ function notConfigured(operator: string, phone: string): ErrorDetail {
  */
 function sandboxRefusal(doc: PaymentIntentDoc, phone: string): ErrorDetail | null {
   if (!MTN_SANDBOX.numbers.test(phone)) {
-    return { code: 'phone_number_invalid', message: "Invalid phone_number: MTN's sandbox takes its test numbers only, +46733123450 to +46733123459.", param: 'phone_number' };
+    return { code: 'phone_number_invalid', message: "Invalid phone_number: MTN's sandbox takes its test numbers only, +46733123450 to +46733123459 and +56733123450 to +56733123459.", param: 'phone_number' };
   }
   if (doc.currency !== MTN_SANDBOX.currency) {
     return { code: 'currency_not_supported', message: `MTN's sandbox takes eur only, not ${doc.currency}. Update the PaymentIntent's currency.`, param: 'currency' };

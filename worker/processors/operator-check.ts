@@ -149,6 +149,8 @@ async function look(deps: CheckDeps, doc: PaymentIntentDoc, data: OperatorCheckD
     payment.operator_reference = requested.operatorReference ?? null;
     return { result: { kind: 'pending' } };
   } catch (err) {
+    // An earlier try of ours may still be in flight (M-Pesa's claim): not the operator's fault; the job retries soon.
+    if (err instanceof OperatorUnavailableError && err.reason === 'in_flight') throw err;
     if (err instanceof OperatorUnavailableError) {
       deps.logger.warn({ payment_intent: doc._id, attempt: data.attempt, operator: payment.operator, reason: err.reason, status: err.status, operator_message: err.operatorMessage }, 'operator gave no answer; checked again on the poll schedule');
       return { retryAfterMs: err.retryAfterMs, why: err.reason };

@@ -137,7 +137,11 @@ test.serial('a refund refunds the session once; a retried refund replays its ans
   t.deepEqual(await wave.refund(refund), { kind: 'succeeded', operatorReference });
   t.deepEqual(await wave.refund(refund), { kind: 'succeeded', operatorReference }, 'the same idempotency-key: the first answer');
   t.deepEqual(await wave.refundOutcome(refund, operatorReference), { kind: 'succeeded', operatorReference });
-  t.like(await wave.refund({ ...refund, refundId: uniqueName('re') }), { kind: 'failed', operatorCode: 'checkout-refund-failed' }, 'a second refund of the same session');
+  // Wave refunds a session whole, once: Wave refuses another refund of it, and its
+  // transaction list shows the session's money back, which is what any refund of it asked.
+  const before = fake.transactions.length;
+  t.like(await wave.refund({ ...refund, refundId: uniqueName('re') }), { kind: 'succeeded' }, 'a second refund of the same session moves no money');
+  t.is(fake.transactions.length, before);
   t.like(await wave.refund({ ...refund, paymentReference: null }), { kind: 'succeeded' }, 'the session found by client_reference');
 
   const unpaid = attempt();

@@ -49,10 +49,19 @@
  * connection), frees the claim.
  *
  * Callbacks: Daraja's callbacks are unsigned. Each URL we give carries the attempt
- * (or refund) id and a token, HMAC-SHA256 of that id under the consumer secret, so a
- * callback without the right token is ignored; `recordStkCallback` and
- * `recordReversalResult` (common/operator-callbacks.ts, shared with the api's
- * routes) keep what a genuine one says in `mpesa_results`. For a
+ * (or refund, or status query) and a token, HMAC-SHA256 of it under the service key
+ * `operator-callbacks` (not the consumer secret: rotating it strands no callback), so
+ * a callback without the right token is ignored; `recordStkCallback`,
+ * `recordReversalResult` and `recordTransactionStatus` (./callbacks.ts, shared with
+ * the api's routes) keep what a genuine one says in `mpesa_results`.
+ *
+ * Lost answers (DESIGN section 14): a payment whose STK callback never came has no
+ * receipt to reverse; Daraja's Transaction Status API (asynchronous, by the push's
+ * CheckoutRequestID as `OriginalConversationID`) recovers it, and the refund waits
+ * for it. A reversal whose `Result` never came is asked about the same way, by its
+ * OriginatorConversationID. Assumed, not documented: that Transaction Status finds
+ * an STK push by its CheckoutRequestID (if it does not, such a refund fails at
+ * `OPERATOR_REFUND_LIMIT_MS` with `operator_unavailable`, and nothing is reversed). For a
  * payment that is only the receipt number (for refunds) and Daraja's id when a crash
  * lost it: the outcome itself always comes from the STK query. For a reversal there
  * is no query: the recorded `Result` is the answer.
@@ -94,8 +103,6 @@ function withParams(url: string, params: Record<string, string>): string {
 /** How often a Transaction Status query may be sent for one subject. */
 const STATUS_EVERY_MS = 60_000;
 
-/** How long a reversal's own `Result` is waited for before Transaction Status is asked. */
-const STATUS_AFTER_MS = 60_000;
 
 type Claim = { kind: 'mine' } | { kind: 'answered'; operatorId: string } | { kind: 'unknown' };
 
@@ -104,6 +111,8 @@ export function mpesaConnector(config: MpesaConfig, deps: BuildDeps): OperatorCo
   const results = deps.db.collection<ResultDoc>(MPESA_COLLECTIONS.results);
   /** A claim without Daraja's id younger than this may still belong to a request in flight. */
   const inFlightMs = 2 * deps.timeoutMs + 5_000;
+  /** How long a reversal's own `Result` is waited for before Transaction Status is asked. */
+  const statusAfterMs = Math.max(5 * deps.timeoutMs, 10_000);
 
   const tokens = new TokenCache({
     redis: deps.redis,
@@ -208,11 +217,11 @@ export function mpesaConnector(config: MpesaConfig, deps: BuildDeps): OperatorCo
   /**
    * Asks Daraja's Transaction Status API about `subject` (`stk:<attempt>`: the
    * payment, by its CheckoutRequestID; `reversal:<refund>`: the reversal, by its
-   * OriginatorConversationID), at most once per `STATUS_EVERY_MS` for each. The
+   * OriginatorConversationID; both sent as the documented `OriginalConversationID`), at most once per `STATUS_EVERY_MS` for each. The
    * answer is asynchronous: it arrives at our ResultURL and is recorded as
    * `status:<subject>` (./callbacks.ts).
    */
-  async function askStatus(subject: string, by: { TransactionID?: string; OriginatorConversationID?: string }, resultBase: string): Promise<void> {
+  async function askStatus(subject: string, by: { TransactionID?: string; OriginalConversationID?: string }, resultBase: string): Promise<void> {
     const bucket = Math.floor(deps.now() / STATUS_EVERY_MS);
     try {
       await requests.insertOne({ _id: `txstatus:${subject}:${bucket}`, created_at: deps.now() });
@@ -248,7 +257,7 @@ export function mpesaConnector(config: MpesaConfig, deps: BuildDeps): OperatorCo
     const status = await results.findOne({ _id: `status:stk:${request.attemptId}` });
     if (status?.result_code === '0' && status.receipt) return status.receipt;
     const checkout = await checkoutIdOf(request.attemptId);
-    if (checkout.id) await askStatus(`stk:${request.attemptId}`, { OriginatorConversationID: checkout.id }, request.callbackUrl);
+    if (checkout.id) await askStatus(`stk:${request.attemptId}`, { OriginalConversationID: checkout.id }, request.callbackUrl);
     return undefined;
   }
 
@@ -362,8 +371,8 @@ export function mpesaConnector(config: MpesaConfig, deps: BuildDeps): OperatorCo
       if (status?.result_code === '0' && status.transaction_status && STATUS_REVERSED.has(status.transaction_status)) {
         return { kind: 'succeeded', ...(status.receipt ? { operatorReference: status.receipt } : {}) };
       }
-      if (deps.now() - claimed.created_at >= STATUS_AFTER_MS) {
-        await askStatus(`reversal:${request.refundId}`, { OriginatorConversationID: conversation }, request.callbackUrl);
+      if (deps.now() - claimed.created_at >= statusAfterMs) {
+        await askStatus(`reversal:${request.refundId}`, { OriginalConversationID: conversation }, request.callbackUrl);
       }
       return { kind: 'pending', operatorReference: conversation };
     },

@@ -58,7 +58,7 @@ import {
   type WithdrawResult,
 } from '../connector.js';
 import { callOperator, field, text, type OperatorResponse } from '../operator-http.js';
-import { waveSessionOutcome, waveSessionRefunded } from './wire.js';
+import { waveRefundListed, waveSessionOutcome } from './wire.js';
 
 const OPERATOR = 'wave';
 
@@ -91,18 +91,33 @@ export function waveConnector(config: WaveConfig, deps: BuildDeps): OperatorConn
   }
 
   /**
+   * Whether Wave's Balance API lists a refund of the session, today or yesterday (UTC):
+   * the operator's own record of money gone back, which a lost answer cannot hide.
+   */
+  async function refundListed(sessionId: string): Promise<boolean> {
+    for (const daysAgo of [0, 1]) {
+      const date = new Date(deps.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
+      const answer = await call('GET', `/v1/transactions?date=${date}`);
+      if (answer.status !== 200) throw refused(answer);
+      if (waveRefundListed(field(answer.body, 'items'), sessionId)) return true;
+    }
+    return false;
+  }
+
+  /**
    * Refunds the session under the refund's idempotency key. A refusal is read against
-   * the session itself: a retry whose first try refunded (its answer lost) finds the
-   * session refunded, and succeeds; only a session still unrefunded makes it a failure.
+   * Wave's record: a retry whose first try refunded (its answer lost, and the key not
+   * honoured) finds the refund in the transaction list, and succeeds; only a session
+   * with no refund listed makes it a failure.
    */
   async function refundSession(refundId: string, sessionId: string): Promise<RefundResult> {
     const answer = await call('POST', `/v1/checkout/sessions/${encodeURIComponent(sessionId)}/refund`, undefined, refundId);
     if (answer.status === 200) return { kind: 'succeeded', operatorReference: sessionId };
     const code = text(answer.body, 'code');
-    if (code !== 'checkout-refund-failed' && code !== 'checkout-session-not-found') throw refused(answer);
-    const found = code === 'checkout-session-not-found' ? null : await session('', sessionId);
-    if (found && waveSessionRefunded(found)) return { kind: 'succeeded', operatorReference: sessionId };
-    return { kind: 'failed', code: found ? 'generic_decline' : 'operator_request_rejected', operatorCode: code };
+    if (code === 'checkout-session-not-found') return { kind: 'failed', code: 'operator_request_rejected', operatorCode: code };
+    if (code !== 'checkout-refund-failed') throw refused(answer);
+    if (await refundListed(sessionId)) return { kind: 'succeeded', operatorReference: sessionId };
+    return { kind: 'failed', code: 'generic_decline', operatorCode: code };
   }
 
   return {
@@ -136,8 +151,7 @@ export function waveConnector(config: WaveConfig, deps: BuildDeps): OperatorConn
     async refundOutcome(request: RefundRequest, operatorReference?: string): Promise<RefundResult> {
       const sessionId = operatorReference ?? request.paymentReference ?? text(await session(request.attemptId), 'id');
       if (!sessionId) return { kind: 'not_found' };
-      const found = await session('', sessionId);
-      if (found && waveSessionRefunded(found)) return { kind: 'succeeded', operatorReference: sessionId };
+      if (await refundListed(sessionId)) return { kind: 'succeeded', operatorReference: sessionId };
       return refundSession(request.refundId, sessionId);
     },
 
@@ -150,7 +164,7 @@ export function waveConnector(config: WaveConfig, deps: BuildDeps): OperatorConn
       const sessionId = operatorReference ?? text(await session(attemptId), 'id');
       if (!sessionId) return { kind: 'withdrawn' };
       const answer = await call('POST', `/v1/checkout/sessions/${encodeURIComponent(sessionId)}/expire`);
-      if (answer.status === 200 && text(answer.body, 'payment_status') !== 'succeeded') return { kind: 'withdrawn' };
+      if (answer.status === 200) return { kind: 'withdrawn' };
       if (answer.status !== 200 && answer.status !== 404 && answer.status !== 409 && answer.status !== 400) throw refused(answer);
       const found = await session(attemptId, sessionId);
       const result = found ? waveSessionOutcome(found) : ({ kind: 'not_found' } as const);

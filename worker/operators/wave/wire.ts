@@ -38,11 +38,11 @@ export function waveSessionOutcome(session: unknown): OperatorResult {
 }
 
 /**
- * Whether a session's money went back to the payer. Wave's Checkout reference shows
- * no refund object; a refunded session reads `payment_status: "refunded"` (or, as
- * some accounts show it, `refunded: true`).
+ * Whether the Balance API's transaction list (`GET /v1/transactions?date=…`, its
+ * `items`) shows the session's money gone back: an `api_checkout_refund` item (a
+ * reversal) of that checkout session. Wave's checkout session object has no refund
+ * field: after a refund it still reads `payment_status: "succeeded"`.
  */
-export function waveSessionRefunded(session: unknown): boolean {
-  return text(session, 'payment_status') === 'refunded' || field(session, 'refunded') === true;
+export function waveRefundListed(items: unknown, sessionId: string): boolean {
+  return Array.isArray(items) && items.some((item) => text(item, 'transaction_type') === 'api_checkout_refund' && text(item, 'checkout_api_session_id') === sessionId);
 }
-
