@@ -175,7 +175,18 @@ test.serial('the api reports the job durations and failures of every worker toge
   await service.startWorker();
   const completed = { queue: 'writes', name: 'payment_intent.create.v1', outcome: 'completed', service: 'worker' };
   const apiSamples = async () => parseMetrics(await (await fetch(`${service.baseUrl}/metrics`)).text());
-  const before = value(await apiSamples(), 'bullmq_job_duration_seconds_count', completed);
+  // The earlier tests' jobs may still be reporting: read the count once it has settled.
+  const settled = async () => {
+    let last = -1;
+    for (let i = 0; i < 50; i++) {
+      const now = value(await apiSamples(), 'bullmq_job_duration_seconds_count', completed);
+      if (now === last) return now;
+      last = now;
+      await sleep(300);
+    }
+    return last;
+  };
+  const before = await settled();
   const creates = 8;
   await Promise.all(
     Array.from({ length: creates }, async () => t.is((await service.request('POST', '/v1/payment_intents', { key, body: { amount: 700 } })).status, 200)),
