@@ -346,3 +346,13 @@ test('cancel ends the attempt and records the reason', (t) => {
   t.like(d.set, { status: 'canceled', canceled_at: NOW, cancellation_reason: 'abandoned', next_action: null });
   t.like(d.set.payment, { phone_number: null, checkout_token: 'tok', phone_masked: '+221*******000' });
 });
+
+test('live: an expiry never ends an attempt the operator may still approve, unless it was withdrawn', (t) => {
+  const asked = intent({ livemode: true, status: 'requires_action', expires_at: 100, attempt: 1, payment: { operator: 'mtn_momo', phone_number: '+2250500000001', phone_masked: '+225*******001', return_url: null, checkout_token: null, requested: true } });
+  t.like(decideExpiry(asked, 100, 200), { kind: 'skip' });
+  t.like(decideExpiry(asked, 100, 200, true), { kind: 'apply', set: { status: 'expired' } });
+  t.like(decideCancel(asked, { cancellation_reason: null }, 200), { kind: 'refuse', detail: { code: 'payment_intent_unexpected_state' } });
+  t.like(decideCancel(asked, { cancellation_reason: null }, 200, true), { kind: 'apply', set: { status: 'canceled' } });
+  const unasked = { ...asked, payment: { ...asked.payment!, requested: false } };
+  t.like(decideExpiry(unasked, 100, 200), { kind: 'apply', set: { status: 'expired' } });
+});
