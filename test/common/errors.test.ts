@@ -41,7 +41,7 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
   [415, 'invalid_request_error', ['content_type_invalid']],
   [429, 'invalid_request_error', ['rate_limit']],
   [500, 'api_error', ['internal_error']],
-  [503, 'api_error', ['service_unavailable', 'processing_timeout']],
+  [503, 'api_error', ['service_unavailable', 'operator_unavailable', 'processing_timeout']],
 ];
 
 test('the error catalogue is the contract table: the same codes, each with its status and type', (t) => {
