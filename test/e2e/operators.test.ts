@@ -144,7 +144,7 @@ test('GET /v1/operators lists the catalog; test mode operational, live mode unav
   t.like(mpesa, { name: 'M-Pesa', flow: 'phone_approval', refunds: 'full' });
   t.deepEqual(
     (mpesa.countries as Array<Record<string, unknown>>).find((c) => c.country === 'KE'),
-    { country: 'KE', calling_code: '254', currencies: ['kes'], min_amount: 100, max_amount: 25_000_000 },
+    { country: 'KE', calling_code: '254', currencies: ['kes'], min_amount: 100, max_amount: 25_000_000, account: null },
   );
   t.like(list.find((o) => o.id === 'wave'), { flow: 'redirect' });
   t.like(list.find((o) => o.id === 'orange_money'), { flow: 'otp', refunds: 'none' });
@@ -153,6 +153,7 @@ test('GET /v1/operators lists the catalog; test mode operational, live mode unav
   const live = await service.request('GET', '/v1/operators', { key: liveKey });
   t.is(live.status, 200, live.text);
   t.true((live.body.data as Array<Record<string, unknown>>).every((o) => o.status === 'unavailable' && o.livemode === true));
+  t.true((live.body.data as Array<Record<string, unknown>>).every((o) => Array.isArray(o.accounts) && o.accounts.length === 0), 'no account configured');
 
   t.is((await service.request('GET', '/v1/operators?limit=3', { key: testKey })).body.error.code, 'parameter_unknown');
   t.is((await service.request('GET', '/v1/operators', {})).status, 401);

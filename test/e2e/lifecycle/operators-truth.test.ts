@@ -360,3 +360,25 @@ test.serial("M-Pesa: a refund without the STK callback's receipt recovers it thr
   t.true(mpesa.reversedReceipts.has(push.receipt!), 'the receipt was reversed');
   t.true(mpesa.transactionStatusQueries >= 2, 'asked for the receipt, then for the reversal');
 });
+
+test.serial('an intent is not expired blind: past expires_at its pending attempt goes on; a late success succeeds it, a late decline expires it', async (t) => {
+  const expiresAt = Math.floor(Date.now() / 1000) + 61;
+  const [paid, declined] = await Promise.all([ivorian(), ivorian()].map(async (number) => {
+    const pi = await createIntent(service, key, { amount: 1500, currency: 'xof', expires_at: expiresAt });
+    const res = await confirm(service, key, pi.id, { operator: 'mtn_momo', phone_number: number });
+    t.is(res.status, 200, res.text);
+    const ref = mtnReferenceId(`${pi.id}:1`);
+    await until('MTN to hold the request', () => mtnCI.transfers.get(ref));
+    return { pi, ref, number };
+  }));
+  mtnCI.outcomes.set(declined!.number.slice(1), { status: 'FAILED', reason: 'APPROVAL_REJECTED' });
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, (expiresAt + 3) * 1000 - Date.now())));
+  for (const { pi } of [paid!, declined!]) t.is((await retrieve(service, key, pi.id)).status, 'requires_action', 'past expires_at, still waiting for MTN');
+  await Promise.all([mtnCI.settle(paid!.ref), mtnCI.settle(declined!.ref)]);
+  await waitForStatus(service, key, paid!.pi.id, 'succeeded', 20_000);
+  const expired = await waitForStatus(service, key, declined!.pi.id, 'expired', 20_000);
+  t.like(expired.last_payment_error, { operator_decline_code: 'payer_declined' });
+  const events = await listAllEvents(service, key);
+  t.false(eventsOf(events, paid!.pi.id).some((e) => e.type === 'payment_intent.expired'));
+  t.deepEqual(eventsOf(events, declined!.pi.id).map((e) => e.type).slice(0, 2), ['payment_intent.expired', 'payment_intent.payment_failed'], 'newest first');
+});

@@ -4,6 +4,7 @@
  * and recorded callbacks). A small receiver plays the callback routes: it records
  * what Daraja calls back with `recordStkCallback` and `recordReversalResult`.
  */
+import { createHmac } from 'node:crypto';
 import test from 'ava';
 import { Redis } from 'ioredis';
 import { MongoClient, type Db } from 'mongodb';
@@ -282,4 +283,15 @@ test.serial('refunds that cannot be made: no receipt (callback lost), a partial 
   const started = await wrongInitiator.refund(refund);
   await fake.deliverReversal(started.kind === 'pending' ? started.operatorReference! : '');
   t.deepEqual(await wrongInitiator.refundOutcome(refund), { kind: 'failed', code: 'generic_decline', operatorCode: '2001' });
+});
+
+test.serial("callback tokens are keyed with the service key, not the consumer secret: rotating Daraja's credentials strands no callback", async (t) => {
+  const request = attempt();
+  await connector().requestPayment(request);
+  const push = fake.pushFor(request.attemptId)!;
+  const token = new URL(push.callbackUrl).searchParams.get('t');
+  t.is(token, mpesaCallbackToken(KEY, request.attemptId));
+  t.not(token, createHmac('sha256', credentials.consumerSecret).update(`mpesa-callback:${request.attemptId}`).digest('base64url'));
+  // Nothing of Daraja's credentials is in it: a callback in flight verifies whatever they become.
+  t.deepEqual(await recordStkCallback(db, KEY, { attempt: request.attemptId, t: token }, fake.stkCallback(push)), { attemptId: request.attemptId });
 });
