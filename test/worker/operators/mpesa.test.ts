@@ -289,6 +289,7 @@ test.serial("callback tokens are keyed with the service key, not the consumer se
   const request = attempt();
   await connector().requestPayment(request);
   const push = fake.pushFor(request.attemptId)!;
+  await fake.settle(push.checkoutRequestId);
   const token = new URL(push.callbackUrl).searchParams.get('t');
   t.is(token, mpesaCallbackToken(KEY, request.attemptId));
   t.not(token, createHmac('sha256', credentials.consumerSecret).update(`mpesa-callback:${request.attemptId}`).digest('base64url'));
