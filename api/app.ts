@@ -9,7 +9,7 @@ import { authenticate } from './middleware/auth.js';
 import { parseBody } from './middleware/body.js';
 import { handleErrors } from './middleware/errors.js';
 import { makeGuards } from './middleware/guards.js';
-import { rateLimit } from './middleware/rate-limit.js';
+import { anonymousLimit, rateLimit } from './middleware/rate-limit.js';
 import { securityHeaders } from './middleware/security-headers.js';
 import { adminKeysRouter } from './routes/admin-keys.js';
 import { checkoutRouter } from './routes/checkout.js';
@@ -86,6 +86,7 @@ export function createApi(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   app.use(securityHeaders());
   app.use(handleErrors(deps));
   app.use(nameRoute());
+  app.use(anonymousLimit(deps));
   for (const router of routers) app.use(router.routes());
   app.use(unmatched(routers));
   // handleErrors renders every error of ours; what Koa emits comes from Bull Board's

@@ -2,6 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import type { ParameterizedContext } from 'koa';
 import type Router from '@koa/router';
 import type { Redis } from 'ioredis';
+import type { ObjectWrites } from './object-writes.js';
+import type { AdminFailures } from './admin-failures.js';
 import type { ApiKeyCache } from '../common/api-keys.js';
 import type { Config } from '../common/config.js';
 import type { IdGenerator } from '../common/ids.js';
@@ -35,6 +37,10 @@ export interface AppDeps {
   started?: () => boolean;
   /** Refuses creates the queue could not serve in time; absent: every create is admitted. */
   admission?: CreateAdmission;
+  /** Writes in flight per object (api/object-writes.ts); absent in unit tests. */
+  objectWrites?: ObjectWrites;
+  /** Failed admin and dashboard sign-ins (api/admin-failures.ts); absent in unit tests. */
+  adminFailures?: AdminFailures;
   /** Extra routers mounted before the 404 handler (dashboard, metrics). */
   extraRouters?: Router[];
   /**

@@ -8,6 +8,8 @@
  * waiting for a create job), then close the clients, each step on its own.
  */
 import { redisOperatorHealth } from '../common/operator-status.js';
+import { ObjectWrites } from './object-writes.js';
+import { AdminFailures } from './admin-failures.js';
 import { createServer, type ServerResponse } from 'node:http';
 import { ApiKeyCache } from '../common/api-keys.js';
 import { loadConfig } from '../common/config.js';
@@ -60,16 +62,19 @@ async function main(): Promise<void> {
   queueDepthMetric(registry, queueList);
   sharedJobMetrics(registry, redis, jobTallyKey(config.queuePrefix));
   mongoCommandMetrics(registry, mongo.client);
+  const adminFailures = new AdminFailures(redis, config.queuePrefix, logger, registry);
   const deps: AppDeps = {
     config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,
     started: () => started, admission,
+    objectWrites: new ObjectWrites(redis, config.queuePrefix, config.objectWritesInFlight),
+    adminFailures,
     // connect first: a client whose first connection failed (MongoDB stalled when the
     // first probe came) stays closed until connect is called again.
     pingMongo: async () => {
       await connect(health);
       return health.db.command({ ping: 1 });
     },
-    extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList, config.publicBaseUrl)],
+    extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList, config.publicBaseUrl, adminFailures)],
     onRequest: (info) => http.observe(info),
     operatorHealth: redisOperatorHealth(redis, config.queuePrefix, now),
   };

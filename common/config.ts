@@ -45,7 +45,18 @@ export interface Config {
   /** The operator catalog, in catalog order. */
   operators: string[];
   /** Per API key; 0 disables rate limiting. */
+  /** Per project and mode, shared by all its keys (DESIGN section 20). */
   rateLimitPerSecond: number;
+  /** DESIGN section 20: how long a job waits for a record's lock before 409 `lock_timeout`. */
+  recordLockWaitMs: number;
+  /** Writes of one object the api admits at once (409 `lock_timeout` past it). */
+  objectWritesInFlight: number;
+  /** Refunds an intent may have, failed ones included (400 `refund_limit` past it). */
+  refundLimitPerIntent: number;
+  /** An operator callback triggers at most one status call per attempt per this interval. */
+  callbackCheckIntervalMs: number;
+  /** Requests per second per client address on unauthenticated routes and failed authentications (429 past it; 0: off). */
+  anonymousRateLimitPerSecond: number;
   logLevel: string;
   /** Prefix of every BullMQ key, so several deployments (or test files) can share one Redis. */
   queuePrefix: string;
@@ -256,7 +267,7 @@ const schema = Joi.object({
   WORKER_TRANSITION_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(1000).empty(''),
   WORKER_TRANSITION_BATCH_MAX: Joi.number().integer().min(1).max(1000).empty(''),
   WORKER_INTENTS_CONCURRENCY: Joi.number().integer().min(1).max(1000).empty(''),
-  ADMIN_TOKEN: Joi.string().min(16).empty(''),
+  ADMIN_TOKEN: Joi.string().min(32).empty(''),
   WORKER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(64),
   CREATE_BATCH_MAX: Joi.number().integer().min(0).max(1000).default(64),
   CREATE_BATCH_WAIT_MS: Joi.number().integer().min(0).max(10_000).default(4),
@@ -268,6 +279,11 @@ const schema = Joi.object({
     .default('xof'),
   OPERATORS: Joi.string().pattern(/^[a-z0-9_]+(,[a-z0-9_]+)*$/).default(DEFAULT_OPERATORS.join(',')),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(0).default(500),
+  RECORD_LOCK_WAIT_MS: Joi.number().integer().min(50).max(30_000).default(2_000),
+  OBJECT_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(1_000).default(4),
+  REFUND_LIMIT_PER_INTENT: Joi.number().integer().min(1).max(10_000).default(100),
+  CALLBACK_CHECK_INTERVAL_MS: Joi.number().integer().min(0).max(600_000).default(5_000),
+  ANONYMOUS_RATE_LIMIT_PER_SECOND: Joi.number().integer().min(0).default(50),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   QUEUE_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).default('payments'),
   IDEMPOTENCY_TTL_MS: Joi.number().integer().min(1000).default(48 * HOUR),
@@ -403,6 +419,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     defaultCurrency: (value.DEFAULT_CURRENCY as string).toLowerCase(),
     operators,
     rateLimitPerSecond: value.RATE_LIMIT_PER_SECOND,
+    recordLockWaitMs: value.RECORD_LOCK_WAIT_MS,
+    objectWritesInFlight: value.OBJECT_WRITES_IN_FLIGHT,
+    refundLimitPerIntent: value.REFUND_LIMIT_PER_INTENT,
+    callbackCheckIntervalMs: value.CALLBACK_CHECK_INTERVAL_MS,
+    anonymousRateLimitPerSecond: value.ANONYMOUS_RATE_LIMIT_PER_SECOND,
     logLevel: value.LOG_LEVEL,
     queuePrefix: value.QUEUE_PREFIX,
     idempotencyTtlMs: value.IDEMPOTENCY_TTL_MS,

@@ -49,6 +49,8 @@ export const ERROR_CODES = {
   webhook_recovery_in_progress: { status: 409, type: 'invalid_request_error', description: 'A recovery of this webhook endpoint is already running. Retry once it has answered.' },
   webhook_redelivery_limit: { status: 400, type: 'invalid_request_error', description: 'The webhook endpoint already has the maximum number of redeliveries (resend, recover) waiting or scheduled (10000 unless the operator changed it). Retry once they have been delivered or given up.' },
   payment_attempt_limit: { status: 400, type: 'invalid_request_error', description: 'The payment intent has been declined or failed the maximum number of times (20 unless the operator changed it). Create a new payment intent to try again.' },
+  lock_timeout: { status: 409, type: 'invalid_request_error', description: 'Another request is changing this object right now (its lock was held too long, or too many writes of it are in flight). Nothing was done; retry shortly, with the same idempotency key.' },
+  refund_limit: { status: 400, type: 'invalid_request_error', description: 'The payment intent already has the maximum number of refunds (100 unless the operator changed it), failed ones included. Nothing was done.' },
   idempotency_in_flight: { status: 409, type: 'invalid_request_error', description: 'A request with this idempotency key is still being processed. Retry after a short wait with the same key.' },
   body_too_large: { status: 413, type: 'invalid_request_error', description: 'The request body is larger than 64 KiB.' },
   content_type_invalid: { status: 415, type: 'invalid_request_error', description: 'Request bodies must be sent with `Content-Type: application/json` or `application/x-www-form-urlencoded`.' },
@@ -183,6 +185,8 @@ export const errors = {
     new ApiError('operator_unavailable', `${operator} is unavailable right now (repeated failures reaching it); nothing was changed. Retry in ${retryAfterSeconds} s.`, undefined, {
       'Retry-After': String(retryAfterSeconds),
     }),
+  lockTimeout: () =>
+    new ApiError('lock_timeout', 'Another request is changing this object right now; nothing was done. Retry shortly with the same idempotency key.', undefined, { 'Retry-After': '1' }),
   processingTimeout: () =>
     new ApiError(
       'processing_timeout',

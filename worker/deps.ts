@@ -20,6 +20,7 @@ import { dispatchEvent } from './processors/dispatch-event.js';
 import type { LifecycleDeps } from './processors/payment-intent-lifecycle.js';
 import type { CheckDeps } from './processors/operator-check.js';
 import { liveConnectors } from './operators/registry.js';
+import { setRecordLockWait } from './record-lock.js';
 import { CALLBACK_KEY_ID } from './operators/mpesa/callbacks.js';
 import { ServiceKey } from '../common/service-keys.js';
 import type { RefundDeps } from './processors/refunds.js';
@@ -73,6 +74,8 @@ export type JobDeps = ReturnType<typeof buildJobDeps>;
 
 export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProfile }: WorkerDeps) {
   const prefix = config.queuePrefix;
+  // No job waits long for a record's lock (DESIGN section 20).
+  setRecordLockWait(config.recordLockWaitMs);
   const collections = mongo.collections;
   // Dispatch jobs retry infrastructure faults for a while, then the sweeper takes over;
   // a completed one is removed so the sweeper can add its id again.
@@ -149,7 +152,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     kept,
     logger,
   };
-  const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl, refundLimitMs: config.liveOperators.refundLimitMs };
+  const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl, refundLimitMs: config.liveOperators.refundLimitMs, refundLimitPerIntent: config.refundLimitPerIntent };
   const checkDeps: CheckDeps = { ...lifecycleDeps, pollScheduleMs: config.liveOperators.pollScheduleMs };
 
   const redeliveries = new Redeliveries(redis.commands, {

@@ -56,10 +56,32 @@ export interface RecordLockOptions {
   waitMs: number;
 }
 
-export const RECORD_LOCK: RecordLockOptions = { ttlMs: 10_000, waitMs: 30_000 };
+/**
+ * How long a job waits for a record's lock (`RECORD_LOCK_WAIT_MS`, DESIGN section
+ * 20): never long, so no worker slot is held waiting. A request's job then answers
+ * 409 `lock_timeout` (worker/routes.ts); a job of the lifecycle's own is retried
+ * with backoff, its slot free meanwhile.
+ */
+export const DEFAULT_RECORD_LOCK_WAIT_MS = 2_000;
+
+export const RECORD_LOCK: RecordLockOptions = { ttlMs: 10_000, waitMs: DEFAULT_RECORD_LOCK_WAIT_MS };
 
 /** A payment intent's lock: every write under it is `fenced` (see above). */
-export const INTENT_LOCK: RecordLockOptions = { ttlMs: 3_000, waitMs: 30_000 };
+export const INTENT_LOCK: RecordLockOptions = { ttlMs: 3_000, waitMs: DEFAULT_RECORD_LOCK_WAIT_MS };
+
+/** Sets how long every record lock is waited for (the process's `RECORD_LOCK_WAIT_MS`), once at start-up. */
+export function setRecordLockWait(waitMs: number): void {
+  RECORD_LOCK.waitMs = waitMs;
+  INTENT_LOCK.waitMs = waitMs;
+}
+
+/** The record stayed locked past the wait: another writer holds it. Not a fault of ours; a request answers 409. */
+export class RecordLockTimeout extends Error {
+  constructor(readonly key: string, waitMs: number) {
+    super(`${key} stayed locked for ${waitMs} ms`);
+    this.name = 'RecordLockTimeout';
+  }
+}
 
 const ACQUIRE_AND_GET = `if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, redis.call('get', KEYS[2])} else return {0} end`;
 // Renewals only ever extend: a fence that renewed for longer than the lock's ttl (a
@@ -185,7 +207,7 @@ export class RecordLock {
         this.heartbeat.unref();
         return taken[1] ?? null;
       }
-      if (Date.now() > deadline) throw new Error(`${this.key} stayed locked for ${this.options.waitMs} ms`);
+      if (Date.now() > deadline) throw new RecordLockTimeout(this.key, this.options.waitMs);
       await sleep(10 + Math.floor(Math.random() * 30));
     }
   }

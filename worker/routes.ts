@@ -4,7 +4,9 @@
  * compiler checks it against common/jobs.ts), so a new job is one line in its
  * queue's table. A name on no table fails at once, never retried (`unknownJob`).
  */
-import type { Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
+import { RecordLockTimeout } from './record-lock.js';
+import { publishRefusal } from './processors/create.js';
 import { JOBS, unknownJob, type AnyJob, type JobData, type JobName, type JobResult, type QueueName } from '../common/jobs.js';
 import type { JobDeps } from './deps.js';
 import { createPaymentIntent } from './processors/create-payment-intent.js';
@@ -53,7 +55,74 @@ export function routeJobs<Q extends QueueName>(routes: JobRoutes<Q>): (job: AnyJ
   };
 }
 
-export function writesRoutes({ config, createDeps, eventsQueue, fanOut, intentsQueue, lifecycleDeps, endpointDeps, refundDeps }: JobDeps): JobRoutes<'writes'> {
+/**
+ * The writes queue's table, each request's job guarded twice (DESIGN section 20,
+ * "No worker slot waits for a lock"):
+ *
+ * - a record that stays locked past `RECORD_LOCK_WAIT_MS` is answered 409
+ *   `lock_timeout` (not recorded under the key: a retry runs again), instead of the
+ *   job retrying while its request waits;
+ * - a job that changes an existing object (it may wait on that object's lock) runs
+ *   only while its scope has fewer than half of this worker's slots; past that it is
+ *   put back for a moment, so one tenant's convoy on one object never takes every slot.
+ */
+export function writesRoutes(deps: JobDeps): JobRoutes<'writes'> {
+  const routes = writesTable(deps);
+  const share = new ScopeShare(Math.max(1, Math.floor(deps.config.workerConcurrency / 2)));
+  const guarded = {} as Record<string, (job: Job, token?: string) => Promise<unknown>>;
+  for (const [name, route] of Object.entries(routes) as Array<[string, (job: Job, token?: string) => Promise<unknown>]>) {
+    const changesObject = !CREATES.has(name);
+    guarded[name] = async (job, token) => {
+      const scope = scopeOf(job.data);
+      if (changesObject && scope && !share.enter(scope)) {
+        // Put back for a moment: its scope holds its share of the slots already.
+        await job.moveToDelayed(Date.now() + SHARE_RETRY_MS + Math.floor(Math.random() * SHARE_RETRY_MS), token);
+        throw new DelayedError();
+      }
+      try {
+        return await route(job, token);
+      } catch (err) {
+        if (!(err instanceof RecordLockTimeout)) throw err;
+        return publishRefusal(deps.createDeps, String(job.id), job.data as never, { code: 'lock_timeout', message: LOCK_TIMEOUT_MESSAGE }, 409);
+      } finally {
+        if (changesObject && scope) share.leave(scope);
+      }
+    };
+  }
+  return guarded as unknown as JobRoutes<'writes'>;
+}
+
+const SHARE_RETRY_MS = 50;
+const LOCK_TIMEOUT_MESSAGE = 'Another request is changing this object right now; nothing was done. Retry shortly with the same idempotency key.';
+/** The writes that make a new object: they wait on no lock. */
+const CREATES = new Set<string>([JOBS.createPaymentIntent, JOBS.createWebhookEndpoint]);
+
+function scopeOf(data: unknown): string | null {
+  const { project, livemode } = (data ?? {}) as { project?: unknown; livemode?: unknown };
+  return typeof project === 'string' ? `${project}:${livemode === true ? 'live' : 'test'}` : null;
+}
+
+/** Active jobs per scope in this process, each scope held to `max`. */
+class ScopeShare {
+  private readonly active = new Map<string, number>();
+
+  constructor(private readonly max: number) {}
+
+  enter(scope: string): boolean {
+    const now = this.active.get(scope) ?? 0;
+    if (now >= this.max) return false;
+    this.active.set(scope, now + 1);
+    return true;
+  }
+
+  leave(scope: string): void {
+    const now = (this.active.get(scope) ?? 1) - 1;
+    if (now <= 0) this.active.delete(scope);
+    else this.active.set(scope, now);
+  }
+}
+
+function writesTable({ config, createDeps, eventsQueue, fanOut, intentsQueue, lifecycleDeps, endpointDeps, refundDeps }: JobDeps): JobRoutes<'writes'> {
   return {
     [JOBS.createPaymentIntent]: (job) => createPaymentIntent({ ...createDeps, eventsQueue, fanOut, intentsQueue }, job),
     [JOBS.confirmPaymentIntent]: (job) => confirmPaymentIntent(lifecycleDeps, job),

@@ -37,6 +37,12 @@ export interface CreateSpec<N extends RequestJobName, Input> {
   /** After validation, before the lock: a mutation's check that its object exists in the caller's scope (404). */
   precheck?: (input: Input) => Promise<void>;
   /**
+   * The existing object this write changes, for the cap of writes in flight per
+   * object (`OBJECT_WRITES_IN_FLIGHT`, DESIGN section 20): a mutation's path id by
+   * default; a refund's payment intent.
+   */
+  object?: (input: Input) => string;
+  /**
    * Throws an ApiError on bad input; runs only when there is nothing to replay.
    * `now` (unix seconds) is the request's one clock reading, also its `created`: a
    * default computed from it (expires_at) agrees with `created` to the second.
@@ -70,16 +76,25 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     // Before any read of MongoDB: a request refused for load must add none.
     const refusal = deps.admission?.refusal(key) ?? null;
     if (refusal !== null && !(await retriesQueuedJob(deps, spec, ticket))) throw errors.serviceUnavailable(refusal);
-    await spec.precheck?.(input);
-    const claimed = await ticket.claim();
-    if (claimed) return sendAnswer(ctx, { ...claimed, replayed: true });
-    const own = { requestId: ctx.state.requestId, objectId: spec.idKind ? deps.ids.next(spec.idKind) : ctx.state.requestId };
-    const result = await runJob(deps, ctx, spec, ticket, own, input, now);
+    // At most OBJECT_WRITES_IN_FLIGHT writes of one object at once: more would only wait
+    // for its lock. Before any read of MongoDB, so a refused one costs one Redis round trip.
+    const object = spec.object?.(input) ?? (spec.idKind ? null : (ctx.params?.id as string | undefined) ?? null);
+    const slot = object && deps.objectWrites ? await deps.objectWrites.take(key, object) : null;
+    if (slot === false) throw errors.lockTimeout();
+    try {
+      await spec.precheck?.(input);
+      const claimed = await ticket.claim();
+      if (claimed) return sendAnswer(ctx, { ...claimed, replayed: true });
+      const own = { requestId: ctx.state.requestId, objectId: spec.idKind ? deps.ids.next(spec.idKind) : ctx.state.requestId };
+      const result = await runJob(deps, ctx, spec, ticket, own, input, now);
 
-    // 3. Settle: the job's result (or its absence) becomes this request's answer.
-    const answer = await ticket.settle(result, own);
-    if (spec.idKind && answer.status === 200 && !answer.replayed) spec.created?.(own.objectId);
-    sendAnswer(ctx, answer);
+      // 3. Settle: the job's result (or its absence) becomes this request's answer.
+      const answer = await ticket.settle(result, own);
+      if (spec.idKind && answer.status === 200 && !answer.replayed) spec.created?.(own.objectId);
+      sendAnswer(ctx, answer);
+    } finally {
+      if (slot) await slot.release();
+    }
   };
 }
 
@@ -163,5 +178,7 @@ function sentRequest(ctx: Ctx): SentRequest | undefined {
 
 export function sendAnswer(ctx: Ctx, answer: Answer): void {
   if (answer.replayed) ctx.set('Idempotent-Replayed', 'true');
+  // A worker's 409 (`lock_timeout`): retry shortly.
+  if (answer.status === 409) ctx.set('Retry-After', '1');
   sendJson(ctx, answer.body, answer.status);
 }

@@ -72,7 +72,7 @@ async function replay(deps: AppDeps, replays: ReplayCache, req: IncomingMessage,
   // What was done so far is recorded for Koa only when the request goes on there.
   let rate: HandedOn['rate'];
   if (deps.config.rateLimitPerSecond > 0) {
-    rate = (await overRateLimit(deps, key._id)) ? 'over' : 'counted';
+    rate = (await overRateLimit(deps, key)) ? 'over' : 'counted';
     if (rate === 'over') return handOn(req, { rate });
   }
   let text: string;

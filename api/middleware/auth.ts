@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { errors } from '../../common/errors.js';
 import type { AppDeps, State } from '../context.js';
+import { overAddressLimit } from './rate-limit.js';
 
 /**
  * The secret key of a request: `Authorization: Bearer sk_…`, or HTTP Basic with the
@@ -22,13 +23,21 @@ export function keyOf(header: string): string | null {
   return key === '' ? null : key;
 }
 
-/** The key's project and mode scope everything after. The admin token is no key, by either scheme. */
+/**
+ * The key's project and mode scope everything after. The admin token is no key, by
+ * either scheme. Failed authentications count against the client address's limit
+ * (DESIGN section 20): past it they are 429, so guessing keys is slow.
+ */
 export function authenticate(deps: AppDeps): Middleware<State> {
+  const refused = async (ctx: { ip: string }, err: Error) => {
+    if (await overAddressLimit(deps, 'auth', ctx.ip)) return errors.rateLimit(1);
+    return err;
+  };
   return async (ctx, next) => {
     const given = keyOf(ctx.get('Authorization'));
-    if (given === null) throw errors.apiKeyMissing();
+    if (given === null) throw await refused(ctx, errors.apiKeyMissing());
     const key = await deps.keys.lookup(given);
-    if (!key) throw errors.apiKeyInvalid();
+    if (!key) throw await refused(ctx, errors.apiKeyInvalid());
     ctx.state.key = key;
     await next();
   };

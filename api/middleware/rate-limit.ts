@@ -23,15 +23,45 @@ let sequence = 0;
 /** Tells apart the requests this process counts within one millisecond. */
 const processTag = randomBytes(6).toString('base64url');
 
-/**
- * Counts a request against its key's limit: at most `RATE_LIMIT_PER_SECOND` in any
- * second, counted in Redis so that every api process shares it. True past the limit.
- */
-export async function overRateLimit(deps: Pick<AppDeps, 'config' | 'redis' | 'now'>, keyId: string): Promise<boolean> {
-  const redisKey = `${deps.config.queuePrefix}:rl:${keyId}`;
+/** Counts one request at `redisKey` against `limit` a second; true past it. */
+async function overLimit(deps: Pick<AppDeps, 'redis' | 'now'>, redisKey: string, limit: number): Promise<boolean> {
   sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER;
-  const over = await deps.redis.eval(COUNT, 1, redisKey, deps.now(), deps.config.rateLimitPerSecond, `${processTag}:${sequence}`);
+  const over = await deps.redis.eval(COUNT, 1, redisKey, deps.now(), limit, `${processTag}:${sequence}`);
   return Number(over) === 1;
+}
+
+/**
+ * Counts a request against its project and mode's limit (DESIGN section 20: shared
+ * by all the scope's keys, so more keys buy no more): at most
+ * `RATE_LIMIT_PER_SECOND` in any second, counted in Redis so that every api process
+ * shares it. True past the limit.
+ */
+export async function overRateLimit(deps: Pick<AppDeps, 'config' | 'redis' | 'now'>, scope: { project: string; livemode: boolean }): Promise<boolean> {
+  return overLimit(deps, `${deps.config.queuePrefix}:rl:${scope.project}:${scope.livemode ? 'live' : 'test'}`, deps.config.rateLimitPerSecond);
+}
+
+/**
+ * Counts a request of no tenant (an operator callback, the test checkout page, a
+ * failed authentication) against its client address's limit,
+ * `ANONYMOUS_RATE_LIMIT_PER_SECOND` (DESIGN section 20). True past it; never with 0.
+ */
+export async function overAddressLimit(deps: Pick<AppDeps, 'config' | 'redis' | 'now'>, bucket: string, address: string): Promise<boolean> {
+  const limit = deps.config.anonymousRateLimitPerSecond;
+  if (limit <= 0) return false;
+  return overLimit(deps, `${deps.config.queuePrefix}:rl-addr:${bucket}:${address}`, limit);
+}
+
+/**
+ * The limit of the routes no key opens (`/operators/*`, `/test/checkout/*`): 429 past
+ * `ANONYMOUS_RATE_LIMIT_PER_SECOND` requests a second from one address.
+ */
+export function anonymousLimit(deps: AppDeps): Middleware<State> {
+  return async (ctx, next) => {
+    if ((ctx.path.startsWith('/operators/') || ctx.path.startsWith('/test/checkout/')) && (await overAddressLimit(deps, 'anonymous', ctx.ip))) {
+      throw errors.rateLimit(1);
+    }
+    await next();
+  };
 }
 
 /**
@@ -44,7 +74,7 @@ export function rateLimit(deps: AppDeps): Middleware<State> {
     const key = ctx.state.key;
     if (deps.config.rateLimitPerSecond > 0 && key) {
       const earlier = handedOnOf(ctx.req)?.rate;
-      const over = earlier === undefined ? await overRateLimit(deps, key._id) : earlier === 'over';
+      const over = earlier === undefined ? await overRateLimit(deps, key) : earlier === 'over';
       if (over) throw errors.rateLimit(1);
     }
     await next();

@@ -42,7 +42,7 @@ export function adminKeysRouter(deps: AppDeps): Router<State> {
   if (!deps.config.adminToken) return router;
   const url = '/admin/v1/api_keys';
   const c = deps.mongo.collections;
-  const auth = adminAuth(deps.config.adminToken);
+  const auth = adminAuth(deps.config.adminToken, deps.adminFailures);
   const keyStore = { collections: c, ids: deps.ids, now: deps.now };
 
   // As every POST: JSON or a form; no query string (DESIGN.md sections 4 and 8).

@@ -19,6 +19,7 @@
  * taken out of its HTML.
  */
 import { createBullBoard } from '@bull-board/api';
+import type { AdminFailures } from '../admin-failures.js';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import Router from '@koa/router';
@@ -43,9 +44,10 @@ function unauthorized(code: ErrorCode, message: string): ApiError {
  * Both the user and the password are compared, in constant time, before deciding,
  * and every wrong pair gets the same answer: nothing tells whether the user exists.
  */
-function basicAuth(adminToken: string | null): Middleware {
+function basicAuth(adminToken: string | null, failures?: AdminFailures): Middleware {
   return async (ctx, next) => {
     if (!adminToken) throw errors.routeNotFound(ctx.method, ctx.path);
+    await failures?.refuseIfSlowed(ctx.ip);
     const match = /^Basic +([A-Za-z0-9+/]+={0,2}) *$/i.exec(ctx.get('Authorization'));
     if (!match) throw unauthorized('api_key_missing', `Sign in with user "${USER}" and the admin token (HTTP Basic auth).`);
     const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');
@@ -54,7 +56,10 @@ function basicAuth(adminToken: string | null): Middleware {
     const password = colon < 0 ? '' : decoded.slice(colon + 1);
     const userOk = tokenMatches(user, USER);
     const passwordOk = tokenMatches(password, adminToken);
-    if (!(userOk && passwordOk)) throw unauthorized('api_key_invalid', 'Invalid user name or password.');
+    if (!(userOk && passwordOk)) {
+      await failures?.failed(ctx.ip, 'dashboard');
+      throw unauthorized('api_key_invalid', 'Invalid user name or password.');
+    }
     await next();
   };
 }
@@ -126,7 +131,7 @@ export function withoutPublicFonts(html: string): string {
 }
 
 /** The dashboard over the given queues (every queue of the service); no routes at all without a token. */
-export function dashboardRouter(adminToken: string | null, queues: Queue[], publicBaseUrl: string | null = null): Router {
+export function dashboardRouter(adminToken: string | null, queues: Queue[], publicBaseUrl: string | null = null, failures?: AdminFailures): Router {
   const router = new Router();
   if (!adminToken) return router;
   const serverAdapter = new KoaAdapter();
@@ -159,7 +164,7 @@ export function dashboardRouter(adminToken: string | null, queues: Queue[], publ
     protectDashboard(ctx);
     await next();
   };
-  router.all(route, headers, basicAuth(adminToken), guardDashboardChanges(DASHBOARD_PATH, publicBaseUrl), async (ctx) => {
+  router.all(route, headers, basicAuth(adminToken, failures), guardDashboardChanges(DASHBOARD_PATH, publicBaseUrl), async (ctx) => {
     let unknownPath = false;
     try {
       await board(ctx, async () => {

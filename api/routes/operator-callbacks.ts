@@ -61,15 +61,29 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
   const waveSecrets = accounts.flatMap((a) => (a.operator === 'wave' ? [a.config.webhookSecret] : []));
   const callbackKey = new ServiceKey(deps.mongo.collections.serviceKeys, CALLBACK_KEY_ID);
 
-  /** "Look again" at the attempt that `attemptId` names, if it is shaped as one of ours. */
+  /**
+   * "Look again" at the attempt that `attemptId` names, if it is shaped as one of ours:
+   * at most once per attempt per `CALLBACK_CHECK_INTERVAL_MS` (DESIGN section 20), so
+   * a flood of callbacks, genuine or not, costs the operator a status call or two
+   * per interval, and the queue a job or two. A callback within the interval is not
+   * dropped: one look is kept for the interval's end (a genuine answer right after a
+   * forged callback is still read then).
+   */
   async function lookAgain(attemptId: unknown): Promise<void> {
     const attempt = parseAttemptId(attemptId);
     if (!attempt) return;
-    await deps.queues.intents.add(
-      JOBS.operatorCheck,
-      { ...attempt, n: 'cb' },
-      { jobId: operatorCheckJobId(attempt.paymentIntent, attempt.attempt, 'cb'), attempts: 1000, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: { age: 7 * 24 * 3600 } },
-    );
+    const jobId = operatorCheckJobId(attempt.paymentIntent, attempt.attempt, 'cb');
+    const options = { attempts: 1000, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: { age: 7 * 24 * 3600 } };
+    const interval = deps.config.callbackCheckIntervalMs;
+    if (interval > 0) {
+      const gate = `${deps.config.queuePrefix}:callback-check:${attempt.paymentIntent}:${attempt.attempt}`;
+      if ((await deps.redis.set(gate, '1', 'PX', interval, 'NX')) !== 'OK') {
+        const left = Math.max(0, await deps.redis.pttl(gate));
+        await deps.queues.intents.add(JOBS.operatorCheck, { ...attempt, n: 'cb' }, { ...options, jobId: `${jobId}-later`, delay: left });
+        return;
+      }
+    }
+    await deps.queues.intents.add(JOBS.operatorCheck, { ...attempt, n: 'cb' }, { ...options, jobId });
   }
 
   const mtn = async (ctx: Ctx) => {

@@ -34,6 +34,8 @@ export function refundRoutes(router: Router<State>, deps: AppDeps, guards: Guard
         target = input.payment_intent;
         return input;
       },
+      // A refund writes its payment intent's ledger: it counts among that intent's writes in flight.
+      object: (input) => input.payment_intent,
       // Another project's intent, or none: 404 before anything is locked or enqueued.
       precheck: async () => {
         const found = await findByIdInScope(deps.mongo.collections.paymentIntents, target, ctx.state.key!, { projection: { _id: 1 } });

@@ -28,6 +28,8 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
     'currency_not_supported',
     // Section 11.
     'charge_already_refunded', 'refund_not_supported',
+    // Section 20.
+    'refund_limit',
   ]],
   [400, 'idempotency_error', ['idempotency_key_reused']],
   [401, 'invalid_request_error', ['api_key_missing', 'api_key_invalid']],
@@ -36,7 +38,7 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
   [403, 'invalid_request_error', ['dashboard_action_forbidden']],
   [404, 'invalid_request_error', ['resource_missing', 'route_not_found']],
   [405, 'invalid_request_error', ['method_not_allowed']],
-  [409, 'invalid_request_error', ['idempotency_in_flight', 'webhook_recovery_in_progress']],
+  [409, 'invalid_request_error', ['idempotency_in_flight', 'webhook_recovery_in_progress', 'lock_timeout']],
   [413, 'invalid_request_error', ['body_too_large']],
   [415, 'invalid_request_error', ['content_type_invalid']],
   [429, 'invalid_request_error', ['rate_limit']],

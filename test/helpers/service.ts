@@ -172,6 +172,8 @@ export class Service {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_SECOND: '0',
+      // One address (127.0.0.1) sends every test's requests; the tests of this limit set it.
+      ANONYMOUS_RATE_LIMIT_PER_SECOND: '0',
       JOB_LOCK_MS: '3000',
       // The webhook tests' receivers listen on 127.0.0.1: test mode may reach them.
       // Tests of the address guard turn it off.

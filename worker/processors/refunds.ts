@@ -24,7 +24,7 @@ import { scheduleRefundStep, type ProcessDeps } from '../refunds/process.js';
 import { ensureRefundDoc, recordCreated, refundLockKey } from '../refunds/record.js';
 import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 
-export type RefundDeps = ProcessDeps & MutationDeps;
+export type RefundDeps = ProcessDeps & MutationDeps & { refundLimitPerIntent?: number };
 
 export function createRefund(deps: RefundDeps, job: Job<CreateRefundData>): Promise<CreateJobResult> {
   const data = job.data;
@@ -40,6 +40,7 @@ export function createRefund(deps: RefundDeps, job: Job<CreateRefundData>): Prom
       amount: data.input.amount,
       reason: data.input.reason,
       liveOperators: deps.connectors.operators(),
+      limit: deps.refundLimitPerIntent,
     });
     if (held.kind === 'missing') {
       const detail = { code: 'resource_missing' as const, message: `No such payment_intent: '${data.target}'.`, param: 'payment_intent' };

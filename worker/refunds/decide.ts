@@ -19,7 +19,17 @@ export function refundable(doc: Pick<PaymentIntentDoc, 'amount' | 'amount_held'>
  * A new refund of `amount` (null: what remains) of this intent. `liveOperators`:
  * live mode's operators with a connector.
  */
-export function decideHold(doc: PaymentIntentDoc, amount: number | null, liveOperators: ReadonlySet<string>): HoldDecision {
+export function decideHold(doc: PaymentIntentDoc, amount: number | null, liveOperators: ReadonlySet<string>, limit = Number.POSITIVE_INFINITY): HoldDecision {
+  if ((doc.refunds?.length ?? 0) >= limit) {
+    return {
+      kind: 'refuse',
+      detail: {
+        code: 'refund_limit',
+        message: `PaymentIntent ${doc._id} already has ${limit} refunds, failed ones included: no more can be made on it.`,
+        param: 'payment_intent',
+      },
+    };
+  }
   if (doc.status !== 'succeeded') {
     return {
       kind: 'refuse',

@@ -46,7 +46,15 @@ const READ = { projection: { created_event: 0 } } as const;
 
 export type LedgerDeps = Pick<TransitionDeps, 'collections' | 'redis' | 'prefix' | 'updates' | 'atomicConditionalUpdates' | 'ids' | 'now' | 'kept'>;
 
-type Plan<T> = { write: false; value: T } | { write: true; set: Partial<PaymentIntentDoc>; value: (after: PaymentIntentDoc) => T };
+/**
+ * A change to make, or none. `set`: the intent's fields after it (the copy kept in
+ * memory, and the answer); `update`: what goes to the store when it differs (a
+ * refund's hold is a `$push` of its entry, its end a `$set` of that one entry: the
+ * whole list is never written back, DESIGN section 20).
+ */
+type Plan<T> =
+  | { write: false; value: T }
+  | { write: true; set: Partial<PaymentIntentDoc>; update?: { $set: Record<string, unknown>; $push?: Record<string, unknown> }; value: (after: PaymentIntentDoc) => T };
 
 /** Reads the intent, plans, and writes the plan conditionally on the `rev` read, under the intent's lock. */
 async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (doc: PaymentIntentDoc) => Plan<T>): Promise<T | null> {
@@ -78,7 +86,7 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
           deps.updates.update({
             collection: c,
             filter: where,
-            update: { $set: { ...planned.set, rev: rev + 1 } },
+            update: planned.update ? { ...planned.update, $set: { ...planned.update.$set, rev: rev + 1 } } : { $set: { ...planned.set, rev: rev + 1 } },
             fence: (extraMs) => lock.renew(intentTokenReplacement(deps.prefix, target), extraMs),
           }),
         UPDATE_RETRY,
@@ -113,6 +121,8 @@ export interface HoldRequest {
   amount: number | null;
   reason: RefundReason | null;
   liveOperators: ReadonlySet<string>;
+  /** Refunds an intent may have, failed ones included (`REFUND_LIMIT_PER_INTENT`). */
+  limit?: number;
 }
 
 export type HoldResult =
@@ -128,7 +138,7 @@ export async function holdRefund(deps: LedgerDeps, request: HoldRequest): Promis
     const ledger = doc.refunds ?? [];
     const done = ledger.find((e) => e.m === request.m && (e.x === undefined || e.x > nowMs));
     if (done) return { write: false, value: { kind: 'held', doc, entry: done, again: true } };
-    const decision = decideHold(doc, request.amount, request.liveOperators);
+    const decision = decideHold(doc, request.amount, request.liveOperators, request.limit);
     if (decision.kind === 'refuse') return { write: false, value: { kind: 'refused', detail: decision.detail } };
     const entry: RefundLedgerEntry = {
       id: request.refundId,
@@ -140,9 +150,11 @@ export async function holdRefund(deps: LedgerDeps, request: HoldRequest): Promis
       reason: request.reason,
       ev: { created: deps.ids.next('event') },
     };
+    const counts = { amount_held: (doc.amount_held ?? 0) + decision.amount, refunds_pending: (doc.refunds_pending ?? 0) + 1 };
     return {
       write: true,
-      set: { amount_held: (doc.amount_held ?? 0) + decision.amount, refunds_pending: (doc.refunds_pending ?? 0) + 1, refunds: [...ledger, entry] },
+      set: { ...counts, refunds: [...ledger, entry] },
+      update: { $set: counts, $push: { refunds: entry } },
       value: (after) => ({ kind: 'held', doc: after, entry, again: false }),
     };
   });
@@ -166,6 +178,10 @@ export async function settleRefund(
       const entry = entryOf(doc);
       return { write: false, value: entry ? { doc, entry } : null };
     }
-    return { write: true, set, value: (after) => ({ doc: after, entry: entryOf(after) as RefundLedgerEntry }) };
+    // The store gets the counters and the one entry that ended, at its place in the list.
+    const index = (doc.refunds ?? []).findIndex((e) => e.id === refundId);
+    const { refunds, ...counts } = set;
+    const update = { $set: { ...counts, [`refunds.${index}`]: refunds?.[index] } };
+    return { write: true, set, update, value: (after) => ({ doc: after, entry: entryOf(after) as RefundLedgerEntry }) };
   });
 }

@@ -160,6 +160,31 @@ test.serial('forged and unknown MTN callbacks: the same 200, and nothing but a s
   await waitForStatus(service, key, pi.id, 'succeeded');
 });
 
+test.serial('M2: a flood of callbacks for one attempt costs MTN a status call or two per interval, not one per callback', async (t) => {
+  const { pi, ref } = await mtnAttempt();
+  await until('MTN to hold the request', () => mtn.transfers.get(ref));
+  await afterSecondCheck(mtn.server, `/collection/v1_0/requesttopay/${ref}`);
+  // After the second check the attempt's own polls are 10 minutes apart: every GET now is a callback's.
+  const before = statusGets(mtn.server, `/collection/v1_0/requesttopay/${ref}`);
+  const callback = `${service.baseUrl}/operators/mtn_momo/callback`;
+  let sent = 0;
+  const ends = Date.now() + 10_000;
+  await Promise.all(Array.from({ length: 10 }, async () => {
+    while (Date.now() < ends) {
+      sent++;
+      await sendCallback(callback, { externalId: `${pi.id}:1`, status: 'SUCCESSFUL' }, 'PUT');
+    }
+  }));
+  await new Promise((resolve) => setTimeout(resolve, 6000));
+  const calls = statusGets(mtn.server, `/collection/v1_0/requesttopay/${ref}`) - before;
+  t.log(`${sent} callbacks in 10 s: ${calls} status calls to MTN`);
+  t.true(sent > 100);
+  t.true(calls >= 1 && calls <= 6, `${calls} status calls`);
+  t.is((await retrieve(service, key, pi.id)).status, 'requires_action');
+  await mtn.settle(ref);
+  await waitForStatus(service, key, pi.id, 'succeeded', 20_000);
+});
+
 test.serial('M3: without the operator\'s answer a live intent neither succeeds nor is declined (magic numbers, the test OTP, the simulator)', async (t) => {
   // Numbers whose endings decline, never answer or pay in test mode.
   const attempts = await Promise.all(['001', '002', '010', '011'].map(async (suffix, i) => {

@@ -4,14 +4,13 @@
  * and recorded callbacks). A small receiver plays the callback routes: it records
  * what Daraja calls back with `recordStkCallback` and `recordReversalResult`.
  */
-import { createHmac } from 'node:crypto';
 import test from 'ava';
 import { Redis } from 'ioredis';
 import { MongoClient, type Db } from 'mongodb';
 import type { MpesaConfig } from '../../../common/config.js';
 import { OperatorUnavailableError, isInfrastructureError } from '../../../common/infra-errors.js';
 import { OperatorRequestError, type PaymentAttemptRequest, type RefundRequest } from '../../../worker/operators/connector.js';
-import { MPESA_COLLECTIONS, mpesaCallbackToken, recordReversalResult, recordStkCallback, recordTransactionStatus } from '../../../worker/operators/mpesa/callbacks.js';
+import { MPESA_COLLECTIONS, mpesaCallbackToken, mpesaTokenValid, recordReversalResult, recordStkCallback, recordTransactionStatus } from '../../../worker/operators/mpesa/callbacks.js';
 import { mpesaConnector } from '../../../worker/operators/mpesa/connector.js';
 import { FakeServer } from '../../fakes/fake-server.js';
 import { MpesaFake } from '../../fakes/mpesa-fake.js';
@@ -291,8 +290,10 @@ test.serial("callback tokens are keyed with the service key, not the consumer se
   const push = fake.pushFor(request.attemptId)!;
   await fake.settle(push.checkoutRequestId);
   const token = new URL(push.callbackUrl).searchParams.get('t');
-  t.is(token, mpesaCallbackToken(KEY, request.attemptId));
-  t.not(token, createHmac('sha256', credentials.consumerSecret).update(`mpesa-callback:${request.attemptId}`).digest('base64url'));
+  t.true(mpesaTokenValid(KEY, request.attemptId, token));
+  t.false(mpesaTokenValid(KEY, request.attemptId, token, Math.floor(Date.now() / 1000) + 3 * 24 * 3600), 'it expires');
+  t.false(mpesaTokenValid(KEY, request.attemptId, mpesaCallbackToken(KEY, request.attemptId, Math.floor(Date.now() / 1000) - 1)), 'an expired token is refused');
+  t.false(mpesaTokenValid(Buffer.from(credentials.consumerSecret), request.attemptId, token), 'not keyed with the consumer secret');
   // Nothing of Daraja's credentials is in it: a callback in flight verifies whatever they become.
   t.deepEqual(await recordStkCallback(db, KEY, { attempt: request.attemptId, t: token }, fake.stkCallback(push)), { attemptId: request.attemptId });
 });

@@ -2,7 +2,7 @@
  * Daraja's callbacks, as the api's callback routes record them. Daraja signs nothing:
  * each callback URL the M-Pesa connector gives carries the subject it is about (an
  * attempt, a refund, a Transaction Status query) and `mpesaCallbackToken`, an HMAC of
- * that subject under the service key `operator-callbacks` (common/service-keys.ts;
+ * that subject and an expiry under the service key `operator-callbacks` (common/service-keys.ts;
  * DESIGN section 14: not an operator credential, so rotating the consumer secret
  * strands no callback in flight). Only Safaricom, which saw the URL, can call it.
  *
@@ -48,17 +48,34 @@ export interface ResultDoc {
 /** The service key (common/service-keys.ts) under which the callback URLs' tokens are made. */
 export const CALLBACK_KEY_ID = 'operator-callbacks';
 
-/** The token that a callback URL of ours carries for `subject` (an attempt, a refund, a status query). */
-export function mpesaCallbackToken(key: Buffer, subject: string): string {
-  return createHmac('sha256', key).update(`mpesa-callback:${subject}`).digest('base64url');
+/**
+ * How long a callback URL's token is good for: a reversal's `Result` and a
+ * Transaction Status answer can come hours late, never days (DESIGN section 20:
+ * callback tokens expire).
+ */
+export const CALLBACK_TOKEN_TTL_S = 2 * 24 * 3600;
+
+/**
+ * The token that a callback URL of ours carries for `subject` (an attempt, a refund,
+ * a status query): `<expiry, unix seconds>.<HMAC of subject and expiry>`.
+ */
+export function mpesaCallbackToken(key: Buffer, subject: string, expiresS = Math.floor(Date.now() / 1000) + CALLBACK_TOKEN_TTL_S): string {
+  const mac = createHmac('sha256', key).update(`mpesa-callback:${subject}:${expiresS}`).digest('base64url');
+  return `${expiresS}.${mac}`;
 }
 
-function tokenMatches(key: Buffer, subject: string, token: string | null | undefined): boolean {
-  if (!token) return false;
-  const expected = Buffer.from(mpesaCallbackToken(key, subject));
-  const given = Buffer.from(token);
+/** Whether `token` was made for `subject` under `key` and has not expired. */
+export function mpesaTokenValid(key: Buffer, subject: string, token: string | null | undefined, nowS = Math.floor(Date.now() / 1000)): boolean {
+  const parts = /^(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token ?? '');
+  if (!parts) return false;
+  const expiresS = Number(parts[1]);
+  if (expiresS < nowS) return false;
+  const expected = Buffer.from(mpesaCallbackToken(key, subject, expiresS));
+  const given = Buffer.from(token!);
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
+
+const tokenMatches = (key: Buffer, subject: string, token: string | null | undefined) => mpesaTokenValid(key, subject, token);
 
 /**
  * Records a genuine STK callback (`POST {CallBackURL}?attempt=…&t=…`) and returns the
