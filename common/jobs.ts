@@ -80,7 +80,14 @@ export interface IdempotencyJobInfo {
   scopeHash: string;
   /** Not needed by the worker; shown in the dashboard, where operators look for it. */
   key: string;
+  /** HMAC of the request under the current version of the fingerprint key. */
   fingerprint: string;
+  /**
+   * The same under the other versions the api held, while a rotated key has them
+   * (common/idempotency.ts `fingerprintMatches`): a record made before the rotation
+   * still stands for this request. Absent with one version.
+   */
+  formerFingerprints?: string[];
   /** Epoch ms when the key expires (48 h after the first request). */
   expiresAt: number;
 }

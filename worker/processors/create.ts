@@ -28,7 +28,7 @@
 import type { Collection, Filter } from 'mongodb';
 import type { Redis } from 'ioredis';
 import { errorBody, type ErrorDetail } from '../../common/errors.js';
-import { encodeDone, recordPointer, redisKey } from '../../common/idempotency.js';
+import { encodeDone, fingerprintMatches, recordPointer, redisKey } from '../../common/idempotency.js';
 import { resultsChannel, type CreateJobResult, type CreateResultMessage, type IdempotencyJobInfo, type Scope } from '../../common/jobs.js';
 import type { IdempotencyFields } from '../../common/documents.js';
 import type { Collections } from '../../common/mongo.js';
@@ -177,7 +177,7 @@ async function insertOnce<D extends Stored>(
           await freeExpiredKey(deps.redis, deps.prefix, spec.collection as unknown as Collection<{ _id: string }>, holder._id);
           continue;
         }
-        if (holder.idem_fp !== idem.fingerprint) return { reused: true };
+        if (!holder.idem_fp || !fingerprintMatches(idem, holder.idem_fp)) return { reused: true };
         // Another request's object, or this job's own insert, retried: its answer, frozen
         // before the object first changed if it has (another request's is a replay).
         const record = await deps.collections.idempotencyRecords.findOne({ _id: idem.scopeHash });

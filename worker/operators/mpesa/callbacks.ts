@@ -53,11 +53,19 @@ export function mpesaCallbackToken(key: Buffer, subject: string): string {
   return createHmac('sha256', key).update(`mpesa-callback:${subject}`).digest('base64url');
 }
 
-function tokenMatches(key: Buffer, subject: string, token: string | null | undefined): boolean {
+/**
+ * The keys a token is checked against: every version of the service key held
+ * (common/service-keys.ts), so that a URL handed out before a rotation still works.
+ */
+export type CallbackKeys = Buffer | readonly Buffer[];
+
+function tokenMatches(keys: CallbackKeys, subject: string, token: string | null | undefined): boolean {
   if (!token) return false;
-  const expected = Buffer.from(mpesaCallbackToken(key, subject));
   const given = Buffer.from(token);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return (Buffer.isBuffer(keys) ? [keys] : keys).some((key) => {
+    const expected = Buffer.from(mpesaCallbackToken(key, subject));
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
 }
 
 /**
@@ -68,7 +76,7 @@ function tokenMatches(key: Buffer, subject: string, token: string | null | undef
  */
 export async function recordStkCallback(
   db: Db,
-  key: Buffer,
+  key: CallbackKeys,
   params: { attempt?: string | null; t?: string | null },
   body: unknown,
   now: number = Date.now(),
@@ -113,7 +121,7 @@ export function resultParameter(result: unknown, key: string): string | undefine
  */
 export async function recordReversalResult(
   db: Db,
-  key: Buffer,
+  key: CallbackKeys,
   params: { refund?: string | null; t?: string | null },
   body: unknown,
   now: number = Date.now(),
@@ -147,7 +155,7 @@ export async function recordReversalResult(
  */
 export async function recordTransactionStatus(
   db: Db,
-  key: Buffer,
+  key: CallbackKeys,
   params: { status?: string | null; t?: string | null },
   body: unknown,
   now: number = Date.now(),
