@@ -94,7 +94,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   const intentsConcurrency = config.workerIntentsConcurrency ?? storeProfile.intentsConcurrency;
   const writes = new WriteGate(writesInFlight);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
-  // Answers that carry a signing secret are published sealed (processors/create.ts); service keys are read again now and then (common/service-keys.ts).
+  // Every answer is published sealed (processors/create.ts); service keys are read again now and then (common/service-keys.ts).
   const keyring = { reloadMs: config.serviceKeysReloadMs };
   const createDeps = { collections, redis: redis.commands, prefix, now, inserts, answerSeal: new Seal(collections.serviceKeys, ANSWER_KEY_ID, keyring) };
   const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });

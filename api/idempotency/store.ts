@@ -345,6 +345,11 @@ export class IdempotencyStore {
     return null;
   }
 
+  /** Whether `hear` keeps a result: a key's recorded answer. Known before its body is opened. */
+  keepsHeard(message: Pick<CreateResultMessage, 'expiresAt' | 'fingerprint'>): boolean {
+    return message.expiresAt !== undefined && message.fingerprint !== null;
+  }
+
   /** A result published on the results channel: kept when it is a key's recorded answer. */
   hear(message: CreateResultMessage): void {
     if (message.expiresAt === undefined || message.fingerprint === null) return;

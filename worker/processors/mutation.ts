@@ -30,7 +30,7 @@ export interface MutationDeps {
   /** Records are inserted in batches, through the process's write gate. */
   inserts: InsertBatcher;
   redis: Redis;
-  /** Seals an answer that carries a secret before it is published (create.ts `publishResult`). */
+  /** Seals every answer before it is published (create.ts `publishResult`). */
   answerSeal?: Seal;
   prefix: string;
   now: () => number;
