@@ -28,7 +28,7 @@ const VERSION_PATTERN = /^[1-9][0-9]{0,8}$/;
 export class SealRefused extends Error {}
 
 export class Seal {
-  readonly keyring: ServiceKeyring;
+  private readonly keyring: ServiceKeyring;
 
   constructor(keys: Collection<ServiceKeyDoc>, keyId: string, options: KeyringOptions = {}) {
     this.keyring = new ServiceKeyring(keys, keyId, options);

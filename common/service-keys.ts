@@ -43,7 +43,7 @@ export interface KeyVersion {
 
 export interface KeyringOptions {
   /** How often the keys are read again (default 30 s); a new version is used once twice that old. */
-  reloadMs?: number;
+  reloadMs?: number | undefined;
   /** Epoch ms (the keys' ages); tests move it. */
   now?: () => number;
 }

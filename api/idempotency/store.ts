@@ -141,8 +141,7 @@ export class IdempotencyStore {
 
   constructor(private readonly deps: IdempotencyDeps) {
     this.epochKey = `${deps.config.queuePrefix}:idem:epoch`;
-    const reloadMs = deps.config.serviceKeysReloadMs;
-    this.fingerprintKeys = new ServiceKeyring(deps.collections.serviceKeys, FINGERPRINT_KEY_ID, reloadMs === undefined ? {} : { reloadMs });
+    this.fingerprintKeys = new ServiceKeyring(deps.collections.serviceKeys, FINGERPRINT_KEY_ID, { reloadMs: deps.config.serviceKeysReloadMs });
     this.replays = new ReplayCache(deps.now, deps.config.replayCacheBytes);
   }
 
