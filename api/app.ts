@@ -61,7 +61,10 @@ export function createApi(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   const app = new Koa<State>();
   const guards = makeGuards({ auth: authenticate(deps), rateLimit: rateLimit(deps), body: parseBody() });
   const idempotency = parts.idempotency ?? new IdempotencyStore({ config: deps.config, redis: deps.redis, collections: deps.mongo.collections, now: deps.now });
-  deps.results.onEvery((message) => idempotency.hear(message));
+  deps.results.onEvery(
+    (message) => idempotency.hear(message),
+    (message) => idempotency.keepsHeard(message),
+  );
   const create = createHandler(deps, idempotency);
   // One router for the public API, first: most requests are its, and each router
   // costs a match per request. Paths match exactly, as on Stripe: `/v1/Payment_Intents`

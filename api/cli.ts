@@ -1,23 +1,41 @@
 /**
- * Operator CLI for API keys, against the configured MongoDB (and Redis, when
- * REDIS_URL is set, to push revocations to running api processes at once).
+ * Operator CLI for API keys and the service's own keys, against the configured
+ * MongoDB (and Redis, when REDIS_URL is set, to push revocations to running api
+ * processes at once).
  *
  *   npm run --silent cli -- keys create --project acme [--live] [--json]
  *   npm run --silent cli -- keys list --project acme [--json]
  *   npm run --silent cli -- keys revoke key_… [--json]
+ *   npm run --silent cli -- service-keys list [--json]
+ *   npm run --silent cli -- service-keys rotate USE [--json]
+ *   npm run --silent cli -- service-keys retire USE VERSION [--force] [--json]
  */
 import { parseArgs } from 'node:util';
 import { issueKey, listKeys, PROJECT_PATTERN, revokeKey } from '../common/api-keys.js';
-import { loadConfig } from '../common/config.js';
+import type { Collection } from 'mongodb';
+import { loadConfig, type Config } from '../common/config.js';
+import type { ServiceKeyDoc } from '../common/documents.js';
 import { connectMongo } from '../common/mongo.js';
 import { presentApiKey } from '../common/presenters.js';
 import { createRedis, waitReady } from '../common/redis.js';
 import { IdGenerator } from '../common/ids.js';
+import { FINGERPRINT_KEY_ID } from '../common/idempotency.js';
+import { INPUT_KEY_ID } from '../common/input-seal.js';
+import { ANSWER_KEY_ID } from '../common/jobs.js';
+import { listServiceKeys, retireServiceKey, rotateServiceKey } from '../common/service-keys.js';
+import { CALLBACK_KEY_ID } from '../worker/operators/mpesa/callbacks.js';
+
+/** What each service key is for (common/service-keys.ts). */
+const SERVICE_KEY_USES = [INPUT_KEY_ID, ANSWER_KEY_ID, FINGERPRINT_KEY_ID, CALLBACK_KEY_ID];
 
 const USAGE = `usage:
   cli keys create --project NAME [--live] [--json]
   cli keys list [--project NAME] [--json]
-  cli keys revoke KEY_ID [--json]`;
+  cli keys revoke KEY_ID [--json]
+  cli service-keys list [--json]
+  cli service-keys rotate USE [--json]
+  cli service-keys retire USE VERSION [--force] [--json]
+USE: ${SERVICE_KEY_USES.join(', ')}`;
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n${USAGE}\n`);
@@ -27,13 +45,26 @@ function fail(message: string): never {
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     args: process.argv.slice(2),
-    options: { project: { type: 'string' }, live: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
+    options: {
+      project: { type: 'string' },
+      live: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      force: { type: 'boolean', default: false },
+    },
     allowPositionals: true,
   });
   const [group, command, arg] = positionals;
-  if (group !== 'keys' || !command) fail('unknown command');
+  if ((group !== 'keys' && group !== 'service-keys') || !command) fail('unknown command');
   const config = loadConfig(process.env, { needRedis: false });
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-cli');
+  if (group === 'service-keys') {
+    try {
+      await serviceKeys(mongo.collections.serviceKeys, config, command, positionals.slice(2), values);
+    } finally {
+      await mongo.client.close();
+    }
+    return;
+  }
   const keyStore = { collections: mongo.collections, ids: new IdGenerator(Date.now), now: Date.now };
   const print = (value: unknown, text: string) => process.stdout.write(values.json ? `${JSON.stringify(value)}\n` : `${text}\n`);
   try {
@@ -68,6 +99,47 @@ async function main(): Promise<void> {
     }
   } finally {
     await mongo.client.close();
+  }
+}
+
+/**
+ * The service's own keys: `rotate` adds a version, which running processes read
+ * within SERVICE_KEYS_RELOAD_MS and seal or sign with once twice that old; every
+ * version held still opens and verifies. `retire` deletes an old version once its
+ * successor is older than an idempotency key's lifetime (what it made is gone).
+ */
+async function serviceKeys(
+  keys: Collection<ServiceKeyDoc>,
+  config: Config,
+  command: string,
+  args: string[],
+  values: { json?: boolean; force?: boolean },
+): Promise<void> {
+  const print = (value: unknown, text: string) => process.stdout.write(values.json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+  const useOf = (name: string | undefined) => {
+    if (!name || !SERVICE_KEY_USES.includes(name)) fail(`the key's use is required, one of: ${SERVICE_KEY_USES.join(', ')}`);
+    return name;
+  };
+  if (command === 'list') {
+    const versions = await listServiceKeys(keys);
+    print(versions, versions.map((v) => `${v.use}  v${v.version}  ${v.id}  created ${new Date(v.createdMs).toISOString()}`).join('\n') || '(no service keys yet)');
+  } else if (command === 'rotate') {
+    const use = useOf(args[0]);
+    const made = await rotateServiceKey(keys, use);
+    const activeFrom = new Date(Date.now() + 2 * config.serviceKeysReloadMs).toISOString();
+    print(
+      { use, version: made.version, id: made.id, sealing_from: activeFrom },
+      `${use} v${made.version} added (${made.id}); running processes read it within ${config.serviceKeysReloadMs / 1000} s and seal or sign with it from ${activeFrom}`,
+    );
+  } else if (command === 'retire') {
+    const use = useOf(args[0]);
+    const version = Number(args[1]);
+    if (!Number.isInteger(version) || version < 1) fail('the version to retire is required');
+    const refused = await retireServiceKey(keys, use, version, values.force ? 0 : config.idempotencyTtlMs);
+    if (refused) fail(values.force ? refused : `${refused} (--force retires it anyway)`);
+    print({ use, version, retired: true }, `${use} v${version} retired`);
+  } else {
+    fail(`unknown command: service-keys ${command}`);
   }
 }
 

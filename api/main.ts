@@ -45,8 +45,8 @@ async function main(): Promise<void> {
   logQueueErrors(queueList, logger);
   const now = Date.now;
   const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs, now, config.apiKeyNegativeCacheMs);
-  // Answers that carry a signing secret come sealed (worker/processors/create.ts).
-  const answerSeal = new Seal(mongo.collections.serviceKeys, ANSWER_KEY_ID);
+  // Every answer comes sealed (worker/processors/create.ts).
+  const answerSeal = new Seal(mongo.collections.serviceKeys, ANSWER_KEY_ID, { reloadMs: config.serviceKeysReloadMs });
   const results = new ResultWaiter(subscriber, config.queuePrefix, (jobId, sealed) => answerSeal.open(jobId, sealed));
   const revocations = revocationsChannel(config.queuePrefix);
   subscriber.on('message', (channel: string, hash: string) => {

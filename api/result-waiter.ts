@@ -28,20 +28,27 @@ interface Listener {
   recheck?: Recheck;
 }
 
+/** Told every result published; `wants` says, before a sealed body is opened, whether it would use it. */
+interface Hearer {
+  hear: (message: CreateResultMessage) => void;
+  wants: (message: Omit<CreateResultMessage, 'body'>) => boolean;
+}
+
 /** A recheck that fails (Redis not quite back) is tried again this many times, this far apart. */
 const RECHECK_TRIES = 5;
 const RECHECK_RETRY_MS = 500;
 
 export class ResultWaiter {
   private readonly waiters = new Map<string, Set<Listener>>();
-  private readonly hearers: Array<(message: CreateResultMessage) => void> = [];
+  private readonly hearers: Hearer[] = [];
   private readonly channel: string;
 
   /**
-   * `open`: opens an answer the worker sealed because it carries a secret
-   * (worker/processors/create.ts `publishResult`). Without it, or when it fails, a
-   * sealed answer is dropped: its waiters time out, and a retry is answered from the
-   * key's record in MongoDB.
+   * `open`: opens an answer the worker sealed (every answer is:
+   * worker/processors/create.ts `publishResult`). Only an answer this process waits
+   * for, or one a hearer wants, is opened: every api hears every answer. Without
+   * `open`, or when it fails, a sealed answer is dropped: its waiters time out, and a
+   * retry is answered from the key's record in MongoDB.
    */
   constructor(
     private readonly subscriber: Redis,
@@ -59,6 +66,7 @@ export class ResultWaiter {
       }
       const { sealed, ...plain } = message;
       if (!sealed) return this.deliver(message);
+      if (!this.waiters.has(message.jobId) && !this.hearers.some((h) => h.wants(plain))) return;
       this.open?.(message.jobId, message.body).then(
         (body) => this.deliver({ ...plain, body }),
         () => undefined,
@@ -68,7 +76,7 @@ export class ResultWaiter {
   }
 
   private deliver(message: CreateResultMessage): void {
-    for (const hear of this.hearers) hear(message);
+    for (const { hear } of this.hearers) hear(message);
     const set = this.waiters.get(message.jobId);
     if (!set) return;
     this.waiters.delete(message.jobId);
@@ -94,9 +102,12 @@ export class ResultWaiter {
     );
   }
 
-  /** Is told every result published, whoever waits for it (the replay memory, idempotency/store.ts). */
-  onEvery(hear: (message: CreateResultMessage) => void): void {
-    this.hearers.push(hear);
+  /**
+   * Is told every result published, whoever waits for it (the replay memory,
+   * idempotency/store.ts); of the sealed ones, those `wants` asks for (by default all).
+   */
+  onEvery(hear: (message: CreateResultMessage) => void, wants: (message: Omit<CreateResultMessage, 'body'>) => boolean = () => true): void {
+    this.hearers.push({ hear, wants });
   }
 
   async start(): Promise<void> {

@@ -82,6 +82,8 @@ export interface Config {
   apiKeyNegativeCacheMs: number;
   /** Bound, in bytes, of each api process's memory of idempotent replays. */
   replayCacheBytes: number;
+  /** How often a process reads its service keys again (common/service-keys.ts); a new version is used once twice this old. */
+  serviceKeysReloadMs: number;
   http: HttpServerConfig;
   simulator: SimulatorConfig;
   /** How often the worker re-enqueues the delayed jobs of intents with a step ahead (in case Redis lost them). */
@@ -304,6 +306,7 @@ const schema = Joi.object({
   API_KEY_CACHE_MS: Joi.number().integer().min(0).default(30 * SECOND),
   API_KEY_NEGATIVE_CACHE_MS: Joi.number().integer().min(0).max(HOUR).default(5 * SECOND),
   IDEMPOTENCY_REPLAY_CACHE_BYTES: Joi.number().integer().min(0).default(32 * 1024 * 1024),
+  SERVICE_KEYS_RELOAD_MS: Joi.number().integer().min(100).max(HOUR).default(30 * SECOND),
   HTTP_HEADERS_TIMEOUT_MS: Joi.number().integer().min(100).max(HOUR).default(10 * SECOND),
   HTTP_REQUEST_TIMEOUT_MS: Joi.number().integer().min(100).max(HOUR).default(30 * SECOND),
   HTTP_MAX_CONNECTIONS: Joi.number().integer().min(1).default(4096),
@@ -435,6 +438,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     apiKeyCacheMs: value.API_KEY_CACHE_MS,
     apiKeyNegativeCacheMs: value.API_KEY_NEGATIVE_CACHE_MS,
     replayCacheBytes: value.IDEMPOTENCY_REPLAY_CACHE_BYTES,
+    serviceKeysReloadMs: value.SERVICE_KEYS_RELOAD_MS,
     http: {
       headersTimeoutMs: value.HTTP_HEADERS_TIMEOUT_MS,
       requestTimeoutMs: value.HTTP_REQUEST_TIMEOUT_MS,

@@ -274,12 +274,16 @@ export interface IdempotencyRecordDoc {
  * unique `idem` field decides). Written on every store, in the create's group commit.
  */
 /**
- * A key of the service's own, made once by the first process that needs it: today
- * the one that seals a confirm's phone number and code in its job (common/input-seal.ts).
+ * A version of a key of the service's own (common/service-keys.ts): the first made
+ * by the first process that needs it, the next ones by a rotation.
  */
 export interface ServiceKeyDoc {
-  /** What the key is for: `confirm_input`. */
+  /** The first version: what the key is for (`confirm_input`); a later one: `<use>:v<n>`. */
   _id: string;
+  /** What the key is for; absent on a first version made by an older service (its `_id` says it). */
+  use?: string;
+  /** 1, 2, …; absent on a first version made by an older service (1). */
+  version?: number;
   /** Base64: 32 random bytes. */
   key: string;
   /** Epoch ms. */

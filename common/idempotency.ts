@@ -4,7 +4,7 @@
  * api/middleware/idempotency.ts.
  */
 import { createHash, createHmac } from 'node:crypto';
-import type { Scope } from './jobs.js';
+import type { IdempotencyJobInfo, Scope } from './jobs.js';
 
 /** `_id` of the durable record and basis of the job id: one per (project, livemode, key). */
 export function scopeHash(scope: Scope, key: string): string {
@@ -59,6 +59,16 @@ export function fingerprintOf(key: Buffer, canonical: string): string {
 
 /** The id of the service key the fingerprints are made with. */
 export const FINGERPRINT_KEY_ID = 'idempotency_fingerprint';
+
+/**
+ * Whether a recorded fingerprint stands for this request: made under the key's
+ * current version, or under another version the api held (a rotation within the
+ * key's lifetime: common/service-keys.ts). Fingerprints are compared, never opened,
+ * so every version still held must be tried.
+ */
+export function fingerprintMatches(info: Pick<IdempotencyJobInfo, 'fingerprint' | 'formerFingerprints'>, recorded: string): boolean {
+  return recorded === info.fingerprint || (info.formerFingerprints?.includes(recorded) ?? false);
+}
 
 export function redisKey(prefix: string, hash: string): string {
   return `${prefix}:idem:${hash}`;

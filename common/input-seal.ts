@@ -8,10 +8,12 @@
  * per confirm: that document was three (docs/performance.md).
  *
  * The request's id is the cipher's additional data: a sealed input opens only in
- * the job it was sealed for.
+ * the job it was sealed for. The key rotates without loss (service-keys.ts): the api
+ * seals under the current version, a worker opens under the version the text names.
  */
 import type { Collection } from 'mongodb';
 import type { ServiceKeyDoc } from './documents.js';
+import type { KeyringOptions } from './service-keys.js';
 import { Seal } from './seal.js';
 
 /** What a confirm must not put in Redis in the clear. */
@@ -20,17 +22,18 @@ export interface SecretInput {
   otp: string | null;
 }
 
-const KEY_ID = 'confirm_input';
+/** The service key (service-keys.ts) that seals confirms' inputs. */
+export const INPUT_KEY_ID = 'confirm_input';
 
 export class InputSeal {
   private readonly sealer: Seal;
 
-  constructor(keys: Collection<ServiceKeyDoc>) {
-    this.sealer = new Seal(keys, KEY_ID);
+  constructor(keys: Collection<ServiceKeyDoc>, options: KeyringOptions = {}) {
+    this.sealer = new Seal(keys, INPUT_KEY_ID, options);
   }
 
-  /** Loads the key (once per process; again after a failed load). Throws while MongoDB is away. */
-  ready(): Promise<Buffer> {
+  /** Loads the keys. Throws while MongoDB is away and none were loaded. */
+  ready(): Promise<void> {
     return this.sealer.ready();
   }
 
@@ -38,7 +41,7 @@ export class InputSeal {
     return this.sealer.seal(requestId, JSON.stringify([input.phone_number, input.otp]));
   }
 
-  /** Throws on a sealed input that is not this service's, or not this request's. */
+  /** Throws `SealRefused` (seal.ts) on a sealed input that is not this service's, or not this request's. */
   async open(requestId: string, sealed: string): Promise<SecretInput> {
     const [phone_number, otp] = JSON.parse(await this.sealer.open(requestId, sealed)) as [string, string | null];
     return { phone_number, otp };

@@ -80,7 +80,14 @@ export interface IdempotencyJobInfo {
   scopeHash: string;
   /** Not needed by the worker; shown in the dashboard, where operators look for it. */
   key: string;
+  /** HMAC of the request under the current version of the fingerprint key. */
   fingerprint: string;
+  /**
+   * The same under the other versions the api held, while a rotated key has them
+   * (common/idempotency.ts `fingerprintMatches`): a record made before the rotation
+   * still stands for this request. Absent with one version.
+   */
+  formerFingerprints?: string[];
   /** Epoch ms when the key expires (48 h after the first request). */
   expiresAt: number;
 }
@@ -325,7 +332,7 @@ export interface CreateJobResult {
 }
 
 /** Published on the results channel when a create job finishes: the exact response. */
-/** The service key (common/service-keys.ts) that seals a published answer carrying a secret. */
+/** The service key (common/service-keys.ts) that seals every published answer. */
 export const ANSWER_KEY_ID = 'result_answers';
 
 export interface CreateResultMessage {
@@ -342,7 +349,7 @@ export interface CreateResultMessage {
    * sealed (common/seal.ts, bound to the job id) when `sealed` is set.
    */
   body: string;
-  /** The body carries a secret (a webhook endpoint's signing secret) and is sealed: Redis holds no secret, even in passing. */
+  /** The body is sealed (every answer a worker publishes is): Redis holds no secret, even in passing. */
   sealed?: true;
   /**
    * The answer is an object another request made before (its key's durable record,

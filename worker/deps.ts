@@ -22,7 +22,7 @@ import type { CheckDeps } from './processors/operator-check.js';
 import { liveConnectors } from './operators/registry.js';
 import { setRecordLockWait } from './record-lock.js';
 import { CALLBACK_KEY_ID } from './operators/mpesa/callbacks.js';
-import { ServiceKey } from '../common/service-keys.js';
+import { ServiceKeyring } from '../common/service-keys.js';
 import type { RefundDeps } from './processors/refunds.js';
 import type { EndpointMutationDeps } from './processors/webhook-endpoint-mutations.js';
 import { EndpointDirectory } from './webhooks/endpoint-directory.js';
@@ -97,8 +97,9 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   const intentsConcurrency = config.workerIntentsConcurrency ?? storeProfile.intentsConcurrency;
   const writes = new WriteGate(writesInFlight);
   const inserts = new InsertBatcher({ maxDocs: config.createBatchMax, waitMs: config.createBatchWaitMs, gate: writes });
-  // Answers that carry a signing secret are published sealed (processors/create.ts).
-  const createDeps = { collections, redis: redis.commands, prefix, now, inserts, answerSeal: new Seal(collections.serviceKeys, ANSWER_KEY_ID) };
+  // Every answer is published sealed (processors/create.ts); service keys are read again now and then (common/service-keys.ts).
+  const keyring = { reloadMs: config.serviceKeysReloadMs };
+  const createDeps = { collections, redis: redis.commands, prefix, now, inserts, answerSeal: new Seal(collections.serviceKeys, ANSWER_KEY_ID, keyring) };
   const pending = new PendingEvents({ redis: redis.commands, prefix, collections, logger });
   const slots = endpointSlots(redis.commands, { prefix, limit: config.webhooks.endpointConcurrency, leaseMs: SLOT_LEASE_MS });
   // Attempts are recorded after their POST, where no client waits: a longer window
@@ -126,7 +127,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   const kept = new KeptIntentDocs({ ...KEPT_DOCS, now });
   redis.commands.on('close', () => kept.clear());
   // The callback URLs' tokens are keyed with a service key of their own (DESIGN section 14).
-  const callbackKey = new ServiceKey(collections.serviceKeys, CALLBACK_KEY_ID);
+  const callbackKeys = new ServiceKeyring(collections.serviceKeys, CALLBACK_KEY_ID, keyring);
   const lifecycleDeps: LifecycleDeps = {
     ...createDeps,
     eventsQueue,
@@ -137,10 +138,10 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     confirmFailureLimit: config.confirmFailureLimit,
     // Live mode: one connector per configured operator; only their answers decide
     // live intents (security review M3; docs/payments.md, "Live operators").
-    connectors: liveConnectors(config, { redis: redis.commands, db: mongo.db, prefix, callbackKey: () => callbackKey.ready() }),
+    connectors: liveConnectors(config, { redis: redis.commands, db: mongo.db, prefix, callbackKey: async () => (await callbackKeys.current()).key }),
     approvalWindowMs: config.liveOperators.approvalWindowMs,
     publicBaseUrl: config.publicBaseUrl,
-    inputSeal: new InputSeal(collections.serviceKeys),
+    inputSeal: new InputSeal(collections.serviceKeys, keyring),
     // Transition updates hold at most their share of the slots: the inserts keep the rest.
     // Those that meet there go as one command (fenced-updates.ts).
     updates: new FencedUpdates({

@@ -18,7 +18,8 @@ export function memoryKeyOf(scope: Scope, key: string): string {
 }
 
 export function describeKeyedRequest(
-  options: { prefix: string; expiresAt: number; fingerprintKey: Buffer },
+  /** `fingerprintKey`: the current version; `formerFingerprintKeys`: the other versions held (a rotation). */
+  options: { prefix: string; expiresAt: number; fingerprintKey: Buffer; formerFingerprintKeys?: readonly Buffer[] },
   scope: Scope,
   key: string,
   method: string,
@@ -32,7 +33,14 @@ export function describeKeyedRequest(
     memoryKey: memoryKeyOf(scope, key),
     canonical,
     get info() {
-      info ??= { scopeHash: scopeHash(scope, key), key, fingerprint: fingerprintOf(options.fingerprintKey, canonical), expiresAt: options.expiresAt };
+      const former = options.formerFingerprintKeys ?? [];
+      info ??= {
+        scopeHash: scopeHash(scope, key),
+        key,
+        fingerprint: fingerprintOf(options.fingerprintKey, canonical),
+        ...(former.length > 0 ? { formerFingerprints: former.map((k) => fingerprintOf(k, canonical)) } : {}),
+        expiresAt: options.expiresAt,
+      };
       return info;
     },
     get redisKey() {

@@ -34,8 +34,8 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../common/config.js';
 import { errors } from '../../common/errors.js';
-import { decodeEntry, encodeDone, FINGERPRINT_KEY_ID, idempotentJobId, recordPointer, RECORD_POINTER_PREFIX, type CachedEntry } from '../../common/idempotency.js';
-import { ServiceKey } from '../../common/service-keys.js';
+import { decodeEntry, encodeDone, FINGERPRINT_KEY_ID, fingerprintMatches, idempotentJobId, recordPointer, RECORD_POINTER_PREFIX, type CachedEntry } from '../../common/idempotency.js';
+import { ServiceKeyring } from '../../common/service-keys.js';
 import type { CreateResultMessage, IdempotencyJobInfo, Scope } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
@@ -119,7 +119,7 @@ if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1])
 return 0`;
 
 export interface IdempotencyDeps {
-  config: Pick<Config, 'queuePrefix' | 'idempotencyTtlMs' | 'idempotencyLockMs' | 'replayCacheBytes'>;
+  config: Pick<Config, 'queuePrefix' | 'idempotencyTtlMs' | 'idempotencyLockMs' | 'replayCacheBytes'> & Partial<Pick<Config, 'serviceKeysReloadMs'>>;
   /** Fail-fast command connection. */
   redis: Redis;
   collections: Collections;
@@ -133,12 +133,15 @@ export class IdempotencyStore {
   private epochStart: Promise<string> | null = null;
   readonly replays: ReplayCache;
 
-  /** What the fingerprints are made with (common/idempotency.ts `fingerprintOf`). */
-  private readonly fingerprintKey: ServiceKey;
+  /**
+   * What the fingerprints are made with (common/idempotency.ts `fingerprintOf`): the
+   * current version, and the others held, whose fingerprints still match (a rotation).
+   */
+  private readonly fingerprintKeys: ServiceKeyring;
 
   constructor(private readonly deps: IdempotencyDeps) {
     this.epochKey = `${deps.config.queuePrefix}:idem:epoch`;
-    this.fingerprintKey = new ServiceKey(deps.collections.serviceKeys, FINGERPRINT_KEY_ID);
+    this.fingerprintKeys = new ServiceKeyring(deps.collections.serviceKeys, FINGERPRINT_KEY_ID, { reloadMs: deps.config.serviceKeysReloadMs });
     this.replays = new ReplayCache(deps.now, deps.config.replayCacheBytes);
   }
 
@@ -160,8 +163,9 @@ export class IdempotencyStore {
   ): Promise<Begun> {
     if (key === null) return { ticket: UNKEYED };
     const expiresAt = this.deps.now() + this.deps.config.idempotencyTtlMs;
-    const fingerprintKey = await this.fingerprintKey.ready();
-    const req = describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt, fingerprintKey }, scope, key, method, path, body, encoding);
+    const [current, held] = await Promise.all([this.fingerprintKeys.current(), this.fingerprintKeys.all()]);
+    const keys = { fingerprintKey: current.key, formerFingerprintKeys: held.filter((v) => v.version !== current.version).map((v) => v.key) };
+    const req = describeKeyedRequest({ prefix: this.deps.config.queuePrefix, expiresAt, ...keys }, scope, key, method, path, body, encoding);
     const found = await this.lookup(req, sent);
     if (found.kind === 'replay') return { replay: found.replay };
     return { ticket: this.ticket(req, sent) };
@@ -192,7 +196,7 @@ export class IdempotencyStore {
           // A success has replaced the lock with its record; a refusal frees the key for a retry.
           if (result.status !== 200) await release();
           // The key's job may be another request's (this one retried after a timeout with another body).
-          if (result.fingerprint !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+          if (result.fingerprint === null || !fingerprintMatches(req.info, result.fingerprint)) throw errors.idempotencyKeyReused();
           const answer = answerOf(result, own);
           // This request's own answer, just recorded: kept, so that its replays to this
           // process read nothing from MongoDB (a client that lost the answer retries at once).
@@ -224,7 +228,7 @@ export class IdempotencyStore {
     const heard = this.replays.get(heardKey(idempotentJobId(req.info.scopeHash)));
     if (heard) {
       // Kept with the fingerprint of the request it answered.
-      if (heard.canonical !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+      if (!fingerprintMatches(req.info, heard.canonical)) throw errors.idempotencyKeyReused();
       if (sent) this.replays.keep(req.memoryKey, req.canonical, heard, heard.expiresAt, sent);
       return { kind: 'replay', replay: heard };
     }
@@ -299,7 +303,7 @@ export class IdempotencyStore {
 
   /** A result cached in Redis: the same request gets the object it created, rendered again. */
   private async replayOf(req: KeyedRequest, entry: Extract<CachedEntry, { s: 'done' }>): Promise<Lookup> {
-    if (entry.fp !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+    if (!fingerprintMatches(req.info, entry.fp)) throw errors.idempotencyKeyReused();
     const found = await this.render(entry.id, req.info.scopeHash);
     // The object is gone (or the entry is stale): the durable record decides.
     if (found === null) return this.lookupDurable(req);
@@ -340,6 +344,11 @@ export class IdempotencyStore {
     return null;
   }
 
+  /** Whether `hear` keeps a result: a key's recorded answer. Known before its body is opened. */
+  keepsHeard(message: Pick<CreateResultMessage, 'expiresAt' | 'fingerprint'>): boolean {
+    return message.expiresAt !== undefined && message.fingerprint !== null;
+  }
+
   /** A result published on the results channel: kept when it is a key's recorded answer. */
   hear(message: CreateResultMessage): void {
     if (message.expiresAt === undefined || message.fingerprint === null) return;
@@ -353,7 +362,7 @@ export class IdempotencyStore {
    */
   private async lookupCached(req: KeyedRequest): Promise<(Replay & { madeBy: string }) | null> {
     const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
-    if (entry?.s !== 'done' || entry.fp !== req.info.fingerprint) return null;
+    if (entry?.s !== 'done' || !fingerprintMatches(req.info, entry.fp)) return null;
     const found = await this.render(entry.id, req.info.scopeHash);
     return found === null ? null : { status: entry.status, body: found.body, madeBy: found.madeBy };
   }
@@ -388,7 +397,7 @@ export class IdempotencyStore {
   }
 
   private compare(req: KeyedRequest, recordedFingerprint: string, replay: Replay): Lookup {
-    if (recordedFingerprint !== req.info.fingerprint) throw errors.idempotencyKeyReused();
+    if (!fingerprintMatches(req.info, recordedFingerprint)) throw errors.idempotencyKeyReused();
     return { kind: 'replay', replay };
   }
 }

@@ -28,7 +28,7 @@
 import Router from '@koa/router';
 import getRawBody from 'raw-body';
 import { JOBS, operatorCheckJobId, parseAttemptId } from '../../common/jobs.js';
-import { ServiceKey } from '../../common/service-keys.js';
+import { ServiceKeyring } from '../../common/service-keys.js';
 import { CALLBACK_KEY_ID, recordReversalResult, recordStkCallback, recordTransactionStatus } from '../../worker/operators/mpesa/callbacks.js';
 import { parseWaveWebhook, verifyWaveSignature } from '../../worker/operators/wave/callbacks.js';
 import type { AppDeps, Ctx, State } from '../context.js';
@@ -59,7 +59,9 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
   const accounts = deps.config.liveOperators.accounts;
   const has = (operator: string) => accounts.some((a) => a.operator === operator);
   const waveSecrets = accounts.flatMap((a) => (a.operator === 'wave' ? [a.config.webhookSecret] : []));
-  const callbackKey = new ServiceKey(deps.mongo.collections.serviceKeys, CALLBACK_KEY_ID);
+  // Every version held verifies: a URL made before a rotation still does.
+  const callbackKeys = new ServiceKeyring(deps.mongo.collections.serviceKeys, CALLBACK_KEY_ID, { reloadMs: deps.config.serviceKeysReloadMs });
+  const verifying = async () => (await callbackKeys.all()).map((v) => v.key);
 
   /**
    * "Look again" at the attempt that `attemptId` names, if it is shaped as one of ours:
@@ -98,7 +100,7 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
     const body = json(await rawBody(ctx));
     if (has('mpesa')) {
       const query = { attempt: ctx.query.attempt as string | undefined, t: ctx.query.t as string | undefined };
-      const recorded = await recordStkCallback(deps.mongo.db, await callbackKey.ready(), query, body, deps.now());
+      const recorded = await recordStkCallback(deps.mongo.db, await verifying(), query, body, deps.now());
       if (recorded) await lookAgain(recorded.attemptId);
     }
     sendJson(ctx, MPESA_ACCEPTED);
@@ -108,7 +110,7 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
     const body = json(await rawBody(ctx));
     // A QueueTimeOutURL notice has no `Result`: nothing is recorded, the refund's polls go on.
     if (has('mpesa')) {
-      const key = await callbackKey.ready();
+      const key = await verifying();
       const t = ctx.query.t as string | undefined;
       if (typeof ctx.query.status === 'string') await recordTransactionStatus(deps.mongo.db, key, { status: ctx.query.status, t }, body, deps.now());
       else await recordReversalResult(deps.mongo.db, key, { refund: ctx.query.refund as string | undefined, t }, body, deps.now());

@@ -128,7 +128,7 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
 
   // The payer's phone number and one-time code ride in the job sealed, under a key
   // Redis never holds (common/input-seal.ts); the key is loaded before anything is claimed.
-  const seal = new InputSeal(deps.mongo.collections.serviceKeys);
+  const seal = new InputSeal(deps.mongo.collections.serviceKeys, { reloadMs: deps.config.serviceKeysReloadMs });
   router.post(`${url}/:id/confirm`, ...guards.write, async (ctx) => {
     await create(ctx, {
       jobName: JOBS.confirmPaymentIntent,

@@ -27,8 +27,7 @@ test('what one process seals, another opens, under the one key they made between
   // Two processes starting at once on an empty store: one key is made, both use it.
   const api = new InputSeal(keys);
   const worker = new InputSeal(keys);
-  const [a, b] = await Promise.all([api.ready(), worker.ready()]);
-  t.true(a.equals(b));
+  await Promise.all([api.ready(), worker.ready()]);
   t.is(await keys.countDocuments({}), 1);
 
   const sealed = await api.seal('req_1', input);
@@ -48,10 +47,10 @@ test('a sealed input opens only for its own request, unaltered, under its own se
   const sealed = await seal.seal('req_a', input);
   await t.throwsAsync(seal.open('req_b', sealed), undefined, 'moved to another job');
 
-  const [version, iv, body] = sealed.split('.') as [string, string, string];
+  const [format, kid, iv, tag, body] = sealed.split('.') as [string, string, string, string, string];
   const bytes = Buffer.from(body, 'base64url');
   bytes[0] = bytes[0]! ^ 1;
-  await t.throwsAsync(seal.open('req_a', [version, iv, bytes.toString('base64url')].join('.')), undefined, 'altered');
+  await t.throwsAsync(seal.open('req_a', [format, kid, iv, tag, bytes.toString('base64url')].join('.')), undefined, 'altered');
   await t.throwsAsync(seal.open('req_a', 'plain text'), { message: /unknown form/ });
 
   const other = new InputSeal(collections(client.db(`${dbName}-other`)).serviceKeys);

@@ -176,7 +176,7 @@ test.serial("a keyed confirm's fingerprint gives back no phone number: it is key
   t.is(replay.text, confirmed.text);
 });
 
-test.serial("a signing secret crosses Redis only sealed: the results channel carries no whsec_, and the api still answers with it", async (t) => {
+test.serial('every answer crosses Redis sealed: the results channel carries no signing secret, client secret or phone number, and the api still answers with them', async (t) => {
   const key = await service.issueKey(uniqueName('channel'));
   const listener = service.redis();
   t.teardown(() => listener.disconnect());
@@ -190,12 +190,24 @@ test.serial("a signing secret crosses Redis only sealed: the results channel car
   const rotated = await service.request('POST', `${WE}/${created.body.id}/rotate_secret`, { key, body: { expire_previous_in: 0 }, headers: { 'Idempotency-Key': 'rotate-1' } });
   t.is(rotated.status, 200, rotated.text);
   t.regex(rotated.body.secret as string, /^whsec_/);
-  const intent = await service.request('POST', PI, { key, body: { amount: 900 } });
+  const intent = await service.request('POST', PI, { key, body: { amount: 900, allowed_operators: ['mtn_momo'] }, headers: { 'Idempotency-Key': 'pi-sealed' } });
   t.is(intent.status, 200, intent.text);
+  const clientSecret = intent.body.client_secret as string;
+  t.regex(clientSecret, /_secret_/);
+  const payer = `+22505${String(Date.now() % 100_000_000).padStart(8, '0')}`;
+  const confirmed = await service.request('POST', `${PI}/${intent.body.id}/confirm`, { key, body: { operator: 'mtn_momo', phone_number: payer } });
+  t.is(confirmed.status, 200, confirmed.text);
+  t.is(confirmed.body.client_secret, clientSecret, 'the confirm answer carries the client secret too');
 
-  await until('the three answers to be heard', async () => (heard.length >= 3 ? true : undefined));
+  await until('the four answers to be heard', async () => (heard.length >= 4 ? true : undefined));
+  for (const raw of heard) {
+    t.false(raw.includes('whsec_'), 'no signing secret on the channel');
+    t.false(raw.includes(clientSecret) || raw.includes('_secret_'), 'no client secret on the channel');
+    t.false(raw.includes(payer) || raw.includes(payer.slice(1)), 'no phone number on the channel');
+  }
   const messages = heard.map((raw) => JSON.parse(raw) as { body: string; sealed?: boolean });
-  for (const raw of heard) t.false(raw.includes('whsec_'), 'no signing secret on the channel');
-  t.is(messages.filter((m) => m.sealed === true).length, 2, 'the create and the rotation of the endpoint went sealed');
-  t.true(messages.some((m) => !m.sealed && m.body.includes(intent.body.id as string)), 'an answer without a secret goes as it is');
+  t.true(
+    messages.every((m) => m.sealed === true && /^v2\.\d+\.[\w-]+\.[\w-]{22}\.[\w-]+$/.test(m.body)),
+    'every answer sealed, naming its key version',
+  );
 });

@@ -18,7 +18,8 @@
  *   the api's fast path, so a retry with the key is replayed byte for byte, rendered
  *   again from the stored object, even if the api that asked has died.
  * - The published answer carries the request's fingerprint, so only a request with
- *   the same key and the same fingerprint takes it.
+ *   the same key and the same fingerprint takes it. Its body is sealed, whatever it
+ *   holds (`publishResult`).
  * - An answer found through the key's durable record, an object another request
  *   made (Redis no longer knew the key: a restart from an old snapshot), is marked
  *   `replayed`, so the api sends it with `Idempotent-Replayed: true`, as any replay.
@@ -28,7 +29,7 @@
 import type { Collection, Filter } from 'mongodb';
 import type { Redis } from 'ioredis';
 import { errorBody, type ErrorDetail } from '../../common/errors.js';
-import { encodeDone, recordPointer, redisKey } from '../../common/idempotency.js';
+import { encodeDone, fingerprintMatches, recordPointer, redisKey } from '../../common/idempotency.js';
 import { resultsChannel, type CreateJobResult, type CreateResultMessage, type IdempotencyJobInfo, type Scope } from '../../common/jobs.js';
 import type { IdempotencyFields } from '../../common/documents.js';
 import type { Collections } from '../../common/mongo.js';
@@ -41,7 +42,7 @@ export interface CreateDeps {
   collections: Collections;
   /** Fail-fast, auto-pipelined connection: cache writes and result publishing of jobs finishing together share a round trip. */
   redis: Redis;
-  /** Seals an answer that carries a secret before it is published (`publishResult`); without it, answers go as they are. */
+  /** Seals every answer before it is published (`publishResult`); without it (some unit tests), answers go as they are. */
   answerSeal?: Seal;
   /** The first insert of every create goes through group commit. */
   inserts: InsertBatcher;
@@ -71,16 +72,16 @@ export interface CreateSpec<D extends Stored> {
   after?(doc: D): Promise<void | (() => Promise<void>)>;
 }
 
-/** A webhook endpoint's signing secret, in the answer of its create or its rotation. */
-const CARRIES_SECRET = /"secret":"whsec_/;
-
 /**
- * Publishes a job's answer to the apis waiting for it. An answer that carries a
- * signing secret goes sealed (bound to the job id), so that a client of Redis that
- * subscribes to the channel reads no secret; the api opens it (api/result-waiter.ts).
+ * Publishes a job's answer to the apis waiting for it. Every answer goes sealed
+ * (bound to the job id, one AES-256-GCM encryption), whatever it holds: a signing
+ * secret, a payment intent's `client_secret`, an error naming an object. A client of
+ * Redis that subscribes to the channel reads none of it; the api opens it
+ * (api/result-waiter.ts). What stays in the clear is what routes the answer: the
+ * job id, the fingerprint (an HMAC), the status, the request id and the expiry.
  */
-export async function publishResult(deps: { redis: Redis; prefix: string; answerSeal?: Seal }, message: CreateResultMessage): Promise<unknown> {
-  const sent = deps.answerSeal && CARRIES_SECRET.test(message.body) ? { ...message, body: await deps.answerSeal.seal(message.jobId, message.body), sealed: true as const } : message;
+export async function publishResult(deps: { redis: Redis; prefix: string; answerSeal?: Seal | undefined }, message: CreateResultMessage): Promise<unknown> {
+  const sent = deps.answerSeal ? { ...message, body: await deps.answerSeal.seal(message.jobId, message.body), sealed: true as const } : message;
   return deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(sent));
 }
 
@@ -88,10 +89,9 @@ const REUSED_MESSAGE =
   'Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than the one used in the original request.';
 
 /** Publishes an answer that is not recorded: nothing was created, so a retry with the key runs again. */
-export async function publishRefusal(deps: Pick<CreateDeps, 'redis' | 'prefix'>, jobId: string, data: CreateJobCommon, detail: ErrorDetail, status: number): Promise<CreateJobResult> {
+export async function publishRefusal(deps: Pick<CreateDeps, 'redis' | 'prefix' | 'answerSeal'>, jobId: string, data: CreateJobCommon, detail: ErrorDetail, status: number): Promise<CreateJobResult> {
   const body = errorBody(detail, data.requestId, data.baseUrl);
-  const message: CreateResultMessage = { jobId, fingerprint: data.idempotency?.fingerprint ?? null, status, body };
-  await deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(message));
+  await publishResult(deps, { jobId, fingerprint: data.idempotency?.fingerprint ?? null, status, body });
   return { ok: false, id: null, status };
 }
 
@@ -177,7 +177,7 @@ async function insertOnce<D extends Stored>(
           await freeExpiredKey(deps.redis, deps.prefix, spec.collection as unknown as Collection<{ _id: string }>, holder._id);
           continue;
         }
-        if (holder.idem_fp !== idem.fingerprint) return { reused: true };
+        if (!holder.idem_fp || !fingerprintMatches(idem, holder.idem_fp)) return { reused: true };
         // Another request's object, or this job's own insert, retried: its answer, frozen
         // before the object first changed if it has (another request's is a replay).
         const record = await deps.collections.idempotencyRecords.findOne({ _id: idem.scopeHash });

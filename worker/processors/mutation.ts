@@ -17,7 +17,7 @@
  */
 import type { Redis } from 'ioredis';
 import { errorBody } from '../../common/errors.js';
-import { encodeDone, recordPointer, redisKey } from '../../common/idempotency.js';
+import { encodeDone, fingerprintMatches, recordPointer, redisKey } from '../../common/idempotency.js';
 import type { CreateJobResult, CreateResultMessage, MutationJobBase } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
@@ -30,7 +30,7 @@ export interface MutationDeps {
   /** Records are inserted in batches, through the process's write gate. */
   inserts: InsertBatcher;
   redis: Redis;
-  /** Seals an answer that carries a secret before it is published (create.ts `publishResult`). */
+  /** Seals every answer before it is published (create.ts `publishResult`). */
   answerSeal?: Seal;
   prefix: string;
   now: () => number;
@@ -71,7 +71,7 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
   if (idem) {
     const record = await deps.collections.idempotencyRecords.findOne({ _id: idem.scopeHash });
     if (record && record.expires_at > deps.now()) {
-      if (record.fp !== idem.fingerprint) {
+      if (!fingerprintMatches(idem, record.fp)) {
         return publishRefusal(deps, jobId, data, { code: 'idempotency_key_reused', message: REUSED_MESSAGE }, 400);
       }
       answer = { status: record.status, body: record.body };

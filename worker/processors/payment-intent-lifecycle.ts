@@ -7,6 +7,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { randomBase62 } from '../../common/ids.js';
 import type { InputSeal, SecretInput } from '../../common/input-seal.js';
+import { SealRefused } from '../../common/seal.js';
 import type {
   CancelPaymentIntentData,
   ConfirmPaymentIntentData,
@@ -133,11 +134,12 @@ export async function confirmPaymentIntent(deps: LifecycleDeps, job: Job<Confirm
 }
 
 async function openSealed(deps: LifecycleDeps, data: ConfirmPaymentIntentData): Promise<SecretInput> {
-  await deps.inputSeal.ready();
   try {
     return await deps.inputSeal.open(data.id, data.sealed);
-  } catch {
-    throw new UnrecoverableError(`confirm ${data.id}: its sealed phone number does not open with this service's key`);
+  } catch (err) {
+    // MongoDB away while the keys were read: worth a retry. A text that does not open never will.
+    if (!(err instanceof SealRefused)) throw err;
+    throw new UnrecoverableError(`confirm ${data.id}: its sealed phone number does not open with this service's keys (${err.message})`);
   }
 }
 

@@ -64,18 +64,26 @@ export function mpesaCallbackToken(key: Buffer, subject: string, expiresS = Math
   return `${expiresS}.${mac}`;
 }
 
-/** Whether `token` was made for `subject` under `key` and has not expired. */
-export function mpesaTokenValid(key: Buffer, subject: string, token: string | null | undefined, nowS = Math.floor(Date.now() / 1000)): boolean {
+/**
+ * The keys a token is checked against: every version of the service key held
+ * (common/service-keys.ts), so that a URL handed out before a rotation still works.
+ */
+export type CallbackKeys = Buffer | readonly Buffer[];
+
+/** Whether `token` was made for `subject` under one of `keys` and has not expired. */
+export function mpesaTokenValid(keys: CallbackKeys, subject: string, token: string | null | undefined, nowS = Math.floor(Date.now() / 1000)): boolean {
   const parts = /^(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token ?? '');
   if (!parts) return false;
   const expiresS = Number(parts[1]);
   if (expiresS < nowS) return false;
-  const expected = Buffer.from(mpesaCallbackToken(key, subject, expiresS));
   const given = Buffer.from(token!);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return (Buffer.isBuffer(keys) ? [keys] : keys).some((key) => {
+    const expected = Buffer.from(mpesaCallbackToken(key, subject, expiresS));
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
 }
 
-const tokenMatches = (key: Buffer, subject: string, token: string | null | undefined) => mpesaTokenValid(key, subject, token);
+const tokenMatches = (keys: CallbackKeys, subject: string, token: string | null | undefined) => mpesaTokenValid(keys, subject, token);
 
 /**
  * Records a genuine STK callback (`POST {CallBackURL}?attempt=…&t=…`) and returns the
@@ -85,7 +93,7 @@ const tokenMatches = (key: Buffer, subject: string, token: string | null | undef
  */
 export async function recordStkCallback(
   db: Db,
-  key: Buffer,
+  key: CallbackKeys,
   params: { attempt?: string | null; t?: string | null },
   body: unknown,
   now: number = Date.now(),
@@ -130,7 +138,7 @@ export function resultParameter(result: unknown, key: string): string | undefine
  */
 export async function recordReversalResult(
   db: Db,
-  key: Buffer,
+  key: CallbackKeys,
   params: { refund?: string | null; t?: string | null },
   body: unknown,
   now: number = Date.now(),
@@ -164,7 +172,7 @@ export async function recordReversalResult(
  */
 export async function recordTransactionStatus(
   db: Db,
-  key: Buffer,
+  key: CallbackKeys,
   params: { status?: string | null; t?: string | null },
   body: unknown,
   now: number = Date.now(),
