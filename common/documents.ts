@@ -190,7 +190,8 @@ export interface MutationEntry {
   /** Only in entries written before the answers moved out (MutationDoc). */
   res?: string;
   /** The event's JSON is in the newest entry only. */
-  evt: { id: string; type: string; json?: string } | null;
+  /** `k`: the change's identity (worker/event-identity.ts), in the newest entry. */
+  evt: { id: string; type: string; json?: string; k?: string } | null;
   fu: FollowUp[];
   at: number;
   r?: string;
@@ -221,7 +222,7 @@ export interface MutationRecord {
   st: number;
   res: string;
   /** The event the transition recorded (its id and JSON), if any. */
-  evt: { id: string; type: string; json: string } | null;
+  evt: { id: string; type: string; json: string; k?: string } | null;
   /** The delayed jobs it schedules, so a retry can schedule them again. */
   fu: FollowUp[];
   /** The intent's attempt after the transition: the attempt its delayed jobs are about. */
@@ -237,6 +238,18 @@ export interface MutationRecord {
  * document): one insert each, with the id and JSON of the transition that recorded
  * it. `/v1/events` merges both homes by id.
  */
+/**
+ * The identity of a side effect (DESIGN section 15): `_id` names the object and the
+ * change it records (an intent's transition: `<pi>:<rev>:<type>`; a refund's event:
+ * `<refund>:<type>`), `event` the event that records it. The first writer's insert
+ * wins; a second writer of the same change (its lock lost to a Redis that forgot)
+ * finds the key taken by another event and records nothing.
+ */
+export interface EventKeyDoc {
+  _id: string;
+  event: string;
+}
+
 export interface EventDoc {
   _id: string;
   project: string;

@@ -1,7 +1,8 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, EventDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, ServiceKeyDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, EventDoc,
+  EventKeyDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, ServiceKeyDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
   paymentIntents: Collection<PaymentIntentDoc>;
@@ -10,6 +11,8 @@ export interface Collections {
   apiKeys: Collection<ApiKeyDoc>;
   webhookAttempts: Collection<WebhookAttemptDoc>;
   events: Collection<EventDoc>;
+  /** The identities of recorded events (EventKeyDoc): a change recorded twice is one event. */
+  eventKeys: Collection<EventKeyDoc>;
   idempotencyRecords: Collection<IdempotencyRecordDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
   serviceKeys: Collection<ServiceKeyDoc>;
@@ -54,6 +57,7 @@ export function collections(db: Db): Collections {
     apiKeys: db.collection<ApiKeyDoc>('api_keys'),
     webhookAttempts: db.collection<WebhookAttemptDoc>('webhook_attempts'),
     events: db.collection<EventDoc>('events'),
+    eventKeys: db.collection<EventKeyDoc>('event_keys'),
     idempotencyRecords: db.collection<IdempotencyRecordDoc>('idempotency_records'),
     idempotencyKeys: db.collection<IdempotencyKeyDoc>('idempotency_keys'),
     serviceKeys: db.collection<ServiceKeyDoc>('service_keys'),

@@ -48,6 +48,7 @@ import type { FencedUpdates } from '../fenced-updates.js';
 import { retryInfrastructure } from '../../common/retry.js';
 import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
 import type { KeptIntentDocs } from './kept-docs.js';
+import { claimEvent } from '../event-identity.js';
 
 export interface TransitionDeps {
   collections: Collections;
@@ -172,7 +173,7 @@ async function decideAndApply(
     if (rev === 0) await freezeCreateAnswer(deps, doc, () => JSON.stringify(presentPaymentIntent(doc, { withSecret: true })));
     const after: PaymentIntentDoc = { ...doc, ...decision.set, rev: rev + 1 };
     const object = presentPaymentIntent(after);
-    const evt = decision.event === null ? null : eventOf(deps, after, decision.event, object);
+    const evt = decision.event === null ? null : eventOf(deps, after, decision.event, object, `${doc._id}:${rev + 1}:${decision.event}`);
     const record: MutationRecord = {
       m: mutation.id,
       ...answerOf(decision.answer, after, object, mutation),
@@ -186,7 +187,7 @@ async function decideAndApply(
     // be recorded first (it is, unless its job died before recording it).
     const previous = doc.history?.at(-1);
     if (previous?.evt?.json && previous.evt.id !== mutation.recorded) {
-      await recordedBefore(deps, doc, { id: previous.evt.id, type: previous.evt.type, json: previous.evt.json });
+      await recordedBefore(deps, doc, { id: previous.evt.id, type: previous.evt.type, json: previous.evt.json, ...(previous.evt.k ? { k: previous.evt.k } : {}) });
     }
     const history = [...(doc.history ?? []).slice(-(HISTORY_KEEP - 1)).map(compact), newest(record)];
     // Before the update: a request's entry in the history always has its answer.
@@ -232,10 +233,15 @@ async function decideAndApply(
   throw new Error(`payment intent ${mutation.target}: still changing after ${MAX_RACES} tries`);
 }
 
-function eventOf(deps: TransitionDeps, after: PaymentIntentDoc, type: string, object: unknown): NonNullable<MutationRecord['evt']> {
+/**
+ * The event of a transition, and its identity (`k`, ../event-identity.ts): the
+ * intent, the `rev` the transition makes and the event's type. Two writers of the
+ * same transition read the same `rev`, so they name the same change.
+ */
+function eventOf(deps: TransitionDeps, after: PaymentIntentDoc, type: string, object: unknown, key: string): NonNullable<MutationRecord['evt']> {
   const id = deps.ids.next('event');
   const json = buildEventJson({ id, type, created: Math.floor(deps.now() / 1000), livemode: after.livemode, object });
-  return { id, type, json };
+  return { id, type, json, k: key };
 }
 
 function answerOf(kind: 'object' | 'declined', after: PaymentIntentDoc, object: unknown, mutation: Mutation): { st: number; res: string } {
@@ -320,6 +326,8 @@ type Evt = NonNullable<MutationRecord['evt']>;
  * and the outbox sweeper delivers what the fan-out could not.
  */
 async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt): Promise<void> {
+  // Another writer of this transition recorded it (its lock lost to a Redis that forgot): nothing more.
+  if (evt.k && !(await claimEvent(deps, evt.k, evt.id))) return;
   const scope = { project: doc.project, livemode: doc.livemode };
   const hooked = await scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, evt.type).catch(() => true);
   const fanOut = hooked ? await recordOutgoing(deps, { id: evt.id, ...scope, type: evt.type, json: evt.json }) : null;

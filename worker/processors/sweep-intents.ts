@@ -28,7 +28,7 @@ import type { TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { scheduleCheck, scheduleExpiry, scheduleFollowUps } from '../lifecycle/follow-ups.js';
 
-type Evt = { id: string; type: string; json: string };
+type Evt = { id: string; type: string; json: string; k?: string };
 
 export interface RecentEvents {
   /** How far back to look (ms). */
@@ -80,7 +80,7 @@ async function recordRecentEvents(collections: Collections, nowMs: number, recen
     const evt = doc.history?.at(-1)?.evt;
     // An entry's JSON is dropped once a newer entry follows it, its event recorded.
     if (!evt?.json) continue;
-    await recent.record(doc, { id: evt.id, type: evt.type, json: evt.json });
+    await recent.record(doc, { id: evt.id, type: evt.type, json: evt.json, ...(evt.k ? { k: evt.k } : {}) });
     looked++;
   }
   return looked;

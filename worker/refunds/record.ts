@@ -19,6 +19,7 @@ import { isDuplicateKey } from '../../common/mongo.js';
 import { buildEventJson, presentPaymentIntent, presentRefund } from '../../common/presenters.js';
 import { objectLockKey, withRecordLock } from '../record-lock.js';
 import { recordOutgoing, recordOutgoingFirst } from '../webhooks/outbox.js';
+import { claimEvent } from '../event-identity.js';
 import { scopeMayWant } from '../webhooks/subscriptions.js';
 import type { TransitionDeps } from '../lifecycle/transition.js';
 
@@ -79,7 +80,10 @@ export async function ensureRefundDoc(deps: RecordDeps, intent: PaymentIntentDoc
  * Redis away an endpoint is assumed to want it, and the outbox sweeper delivers what
  * the fan-out could not. A retry records the JSON written first.
  */
-async function recordEvent(deps: RecordDeps, scope: Scope, event: { id: string; type: string; objectId: string; object: () => unknown }): Promise<void> {
+async function recordEvent(deps: RecordDeps, scope: Scope, event: { id: string; type: string; objectId: string; object: () => unknown; key: string }): Promise<void> {
+  // A refund's event is one per refund and type (../event-identity.ts): a second
+  // settlement of it (its lock lost to a Redis that forgot) records nothing.
+  if (!(await claimEvent(deps, event.key, event.id))) return;
   const hooked = await scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, event.type).catch(() => true);
   let json = buildEventJson({ id: event.id, type: event.type, created: Math.floor(idTime(event.id) / 1000), livemode: scope.livemode, object: event.object() });
   let fanOut: (() => Promise<void>) | null = null;
@@ -98,7 +102,7 @@ async function recordEvent(deps: RecordDeps, scope: Scope, event: { id: string; 
 
 export function recordCreated(deps: RecordDeps, refund: RefundDoc, entry: RefundLedgerEntry): Promise<void> {
   const scope = { project: refund.project, livemode: refund.livemode };
-  return recordEvent(deps, scope, { id: entry.ev.created, type: 'refund.created', objectId: refund._id, object: () => JSON.parse(refund.answer) as unknown });
+  return recordEvent(deps, scope, { id: entry.ev.created, type: 'refund.created', objectId: refund._id, object: () => JSON.parse(refund.answer) as unknown, key: `${refund._id}:refund.created` });
 }
 
 /**
@@ -122,13 +126,15 @@ export async function finishSettled(deps: RecordDeps, intent: PaymentIntentDoc, 
   if (!before) return;
   const scope = { project: before.project, livemode: before.livemode };
   const ended = { ...before, ...set };
-  await recordEvent(deps, scope, { id: entry.ev.settled, type: status === 'succeeded' ? 'refund.succeeded' : 'refund.failed', objectId: before._id, object: () => presentRefund(ended) });
+  const type = status === 'succeeded' ? 'refund.succeeded' : 'refund.failed';
+  await recordEvent(deps, scope, { id: entry.ev.settled, type, objectId: before._id, object: () => presentRefund(ended), key: `${entry.id}:${type}` });
   if (status === 'succeeded' && entry.ev.refunded) {
     await recordEvent(deps, scope, {
       id: entry.ev.refunded,
       type: 'payment_intent.refunded',
       objectId: intent._id,
       object: () => presentPaymentIntent({ ...intent, amount_refunded: entry.ar ?? intent.amount_refunded ?? 0 }),
+      key: `${entry.id}:payment_intent.refunded`,
     });
   }
   await withRecordLock(deps.redis, refundLockKey(deps.prefix, entry.id), () => setRefundFields(deps, entry.id, set));

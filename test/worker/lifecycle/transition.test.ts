@@ -39,7 +39,7 @@ test.after.always(async () => {
  * One test's intent, stored as a create leaves it, and a transition's dependencies
  * whose write gate runs `meanwhile` once, before the first update it lets through.
  */
-async function world(atomicConditionalUpdates: boolean, meanwhile: (intents: Stack['mongo']['collections']['paymentIntents'], id: string) => Promise<unknown>) {
+async function world(atomicConditionalUpdates: boolean, meanwhile: (intents: Stack['mongo']['collections']['paymentIntents'], id: string) => Promise<unknown>, onGate?: () => Promise<unknown>) {
   const clock = new FakeClock();
   const ids = new IdGenerator(clock.now);
   const scope = { project: uniqueName('transition'), livemode: false };
@@ -68,6 +68,7 @@ async function world(atomicConditionalUpdates: boolean, meanwhile: (intents: Sta
       if (!raced) {
         raced = true;
         await meanwhile(intents, id);
+        await onGate?.();
       }
       return work();
     },
@@ -85,6 +86,7 @@ async function world(atomicConditionalUpdates: boolean, meanwhile: (intents: Sta
     atomicConditionalUpdates,
   };
   const mutation: Mutation = { ...scope, target: id, id: `req_${id}`, requestId: `req_${id}`, baseUrl: 'http://api.test' };
+  const other: Mutation = { ...mutation, id: `req_other_${id}`, requestId: `req_other_${id}` };
   const decisions: PaymentIntentDoc[] = [];
   const cancel = (read: PaymentIntentDoc): Decision => {
     decisions.push(read);
@@ -94,6 +96,13 @@ async function world(atomicConditionalUpdates: boolean, meanwhile: (intents: Sta
     id,
     decisions,
     run: () => transition(deps, mutation, cancel),
+    /** The same cancel, asked by another request in another worker: its own write gate and batcher. */
+    runOther: () =>
+      transition(
+        { ...deps, inserts: new InsertBatcher({ maxDocs: 16, waitMs: 2 }), updates: new FencedUpdates({ maxDocs: 16, gate: { run: (work) => work() }, statementBoundMs: STORE_PROFILES.ferretdb.updateStatementBoundMs }) },
+        other,
+        cancel,
+      ),
     stored: async () => (await intents.findOne({ _id: id }))!,
     events: () => stack.mongo.collections.events.find({ object_id: id }).toArray(),
     mine: (stored: PaymentIntentDoc) => (stored.history ?? []).filter((entry) => entry.m === mutation.id),
@@ -143,4 +152,28 @@ test('without the capability, the update names `_id` alone: the same race is not
   const stored = await w.stored();
   t.like(stored, { status: 'canceled', cancellation_reason: 'requested_by_customer', rev: 1 });
   t.is(w.mine(stored).length, 1);
+});
+
+test('without the capability, a lock that Redis forgot and gave back: both workers apply the same change, and it is recorded once (DESIGN section 15)', async (t) => {
+  // Worker A has read the intent and holds its lock; at its write gate, Redis forgets
+  // the lock (a rollback), worker B takes it and applies the same cancel in full,
+  // then the rollback's state gives A its lock back: A's fence passes and A writes too.
+  let w: Awaited<ReturnType<typeof world>> | null = null;
+  const lockKey = () => `${stack.config.queuePrefix}:intent-lock:${w!.id}`;
+  w = await world(false, async () => undefined, async () => {
+    const held = await stack.redis.get(lockKey());
+    await stack.redis.del(lockKey());
+    const other = await w!.runOther();
+    t.is(other.kind, 'applied', 'B applied the cancel');
+    await stack.redis.set(lockKey(), held!, 'PX', 10_000);
+  });
+  const result = await w.run();
+  t.is(result.kind, 'applied', 'A applied it too: the store cannot tell');
+  const events = await w.events();
+  t.deepEqual(events.map((e) => e.type), ['payment_intent.canceled'], 'one event');
+  const stored = await w.stored();
+  t.is((stored.history ?? []).filter((entry) => entry.evt?.type === 'payment_intent.canceled').length, 1, 'one history entry');
+  const keys = await stack.mongo.collections.eventKeys.find({ _id: { $regex: `^${w.id}:` } }).toArray();
+  t.is(keys.length, 1);
+  t.is(keys[0]?.event, events[0]?._id, 'the change is named by the event recorded');
 });
