@@ -350,7 +350,8 @@ const schema = Joi.object({
   OPERATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1_000).max(24 * 3600_000).empty(''),
   OPERATOR_BREAKER_FAILURES: Joi.number().integer().min(1).max(1_000).default(5),
   OPERATOR_REFUND_LIMIT_MS: Joi.number().integer().min(1_000).default(24 * 3600_000),
-  EVENT_RETENTION_DAYS: Joi.number().integer().min(1).max(36_500).default(30),
+  // At least the 7 days a webhook recovery reaches back (api/schemas/webhook-endpoints.ts).
+  EVENT_RETENTION_DAYS: Joi.number().integer().min(7).max(36_500).default(30),
   TEST_DATA_RETENTION_DAYS: Joi.number().integer().min(1).max(36_500).default(30),
   RETENTION_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(HOUR),
   TEST_OBJECTS_PER_DAY: Joi.number().integer().min(1).max(1_000_000_000).default(100_000),

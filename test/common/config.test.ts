@@ -117,7 +117,7 @@ test('storage bounds default to DESIGN section 20: 30 days of events and of test
   t.like(loadConfig({ ...minimal, EVENT_RETENTION_DAYS: '7', TEST_DATA_RETENTION_DAYS: '3', RETENTION_SWEEP_INTERVAL_MS: '500', TEST_OBJECTS_PER_DAY: '3' }).retention, {
     eventMs: 7 * day, testDataMs: 3 * day, sweepIntervalMs: 500, testObjectsPerDay: 3,
   });
-  for (const env of [{ EVENT_RETENTION_DAYS: '0' }, { TEST_DATA_RETENTION_DAYS: '1.5' }, { TEST_OBJECTS_PER_DAY: '0' }]) {
+  for (const env of [{ EVENT_RETENTION_DAYS: '6' }, { TEST_DATA_RETENTION_DAYS: '1.5' }, { TEST_OBJECTS_PER_DAY: '0' }]) {
     t.throws(() => loadConfig({ ...minimal, ...env }), { instanceOf: ConfigError }, JSON.stringify(env));
   }
 });
