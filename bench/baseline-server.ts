@@ -23,7 +23,6 @@ import type { State } from '../api/context.js';
 import { looksLikeKey } from '../common/api-keys.js';
 import { loadConfig } from '../common/config.js';
 import { ApiError, errors } from '../common/errors.js';
-import { createdEventJson } from '../common/events.js';
 import { IdGenerator, randomBase62 } from '../common/ids.js';
 import type { PaymentIntentDoc } from '../common/documents.js';
 import { connectMongo } from '../common/mongo.js';
@@ -70,7 +69,7 @@ async function main(): Promise<void> {
         now: Math.floor(nowMs / 1000),
       });
       const id = ids.next('payment_intent');
-      const fields: Omit<PaymentIntentDoc, 'created_event'> = {
+      const doc: PaymentIntentDoc = {
         _id: id,
         project: 'bench',
         livemode: false,
@@ -86,7 +85,6 @@ async function main(): Promise<void> {
         created: Math.floor(nowMs / 1000),
         expires_at: input.expires_at,
       };
-      const doc: PaymentIntentDoc = { ...fields, created_event: createdEventJson(fields) };
       await mongo.collections.paymentIntents.insertOne(doc);
       ctx.type = 'application/json';
       ctx.body = JSON.stringify(presentPaymentIntent(doc, { withSecret: true }));

@@ -9,7 +9,6 @@
  */
 import type { Db } from 'mongodb';
 import { DEFAULT_OPERATORS } from '../common/config.js';
-import { createdEventJson } from '../common/events.js';
 import { IdGenerator, randomBase62 } from '../common/ids.js';
 import type { PaymentIntentDoc } from '../common/documents.js';
 import { collections } from '../common/mongo.js';
@@ -44,7 +43,7 @@ const CURRENCIES = ['xof', 'kes', 'ugx', 'xaf', 'ghs'];
 function seededDoc(id: string, ms: number, i: number, project: string, livemode: boolean): PaymentIntentDoc {
   const created = Math.floor(ms / 1000);
   const selected = i % 3 === 0 ? (DEFAULT_OPERATORS[i % DEFAULT_OPERATORS.length] as string) : null;
-  const fields: Omit<PaymentIntentDoc, 'created_event'> = {
+  return {
     _id: id,
     project,
     livemode,
@@ -63,7 +62,6 @@ function seededDoc(id: string, ms: number, i: number, project: string, livemode:
     created,
     expires_at: created + 86_400,
   };
-  return { ...fields, created_event: createdEventJson(fields) };
 }
 
 /** Inserts `count` documents in unordered batches; returns the time range and a few ids. */

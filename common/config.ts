@@ -92,6 +92,25 @@ export interface Config {
   confirmFailureLimit: number;
   /** Live operators' credentials (DESIGN section 12): a group is null unless every one of its variables is set. */
   liveOperators: LiveOperatorsConfig;
+  /** What is deleted when, and how much test mode may create (DESIGN section 20, "Storage is bounded"). */
+  retention: RetentionConfig;
+}
+
+/**
+ * Storage is bounded: old events and old test-mode objects are deleted by a sweeper
+ * (worker/processors/sweep-retention.ts), and test mode creates at most so many
+ * objects a day per project (api/test-quota.ts). Live payment intents and refunds are
+ * never deleted.
+ */
+export interface RetentionConfig {
+  /** Events (and their webhook attempts) older than this are deleted, in both modes. */
+  eventMs: number;
+  /** Test-mode payment intents, refunds, events and webhook attempts older than this are deleted. */
+  testDataMs: number;
+  /** How often the retention sweeper starts a pass (a pass that runs out of time goes on in a job of its own). */
+  sweepIntervalMs: number;
+  /** New objects (payment intents, refunds, webhook endpoints) per project and UTC day in test mode; past it, 429 `quota_exceeded`. */
+  testObjectsPerDay: number;
 }
 
 /**
@@ -245,6 +264,7 @@ export interface WebhookConfig {
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
 
 /** Every operator of the catalog (common/operator-catalog.ts), in catalog order. */
 export const DEFAULT_OPERATORS: string[] = [...CATALOG_OPERATORS];
@@ -349,6 +369,11 @@ const schema = Joi.object({
   OPERATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1_000).max(24 * 3600_000).empty(''),
   OPERATOR_BREAKER_FAILURES: Joi.number().integer().min(1).max(1_000).default(5),
   OPERATOR_REFUND_LIMIT_MS: Joi.number().integer().min(1_000).default(24 * 3600_000),
+  // At least the 7 days a webhook recovery reaches back (api/schemas/webhook-endpoints.ts).
+  EVENT_RETENTION_DAYS: Joi.number().integer().min(7).max(36_500).default(30),
+  TEST_DATA_RETENTION_DAYS: Joi.number().integer().min(1).max(36_500).default(30),
+  RETENTION_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(HOUR),
+  TEST_OBJECTS_PER_DAY: Joi.number().integer().min(1).max(1_000_000_000).default(100_000),
 }).unknown(true);
 
 export class ConfigError extends Error {
@@ -387,6 +412,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
   }
   if (value.HTTP_HEADERS_TIMEOUT_MS > value.HTTP_REQUEST_TIMEOUT_MS) {
     problems.push('"HTTP_HEADERS_TIMEOUT_MS" must not exceed "HTTP_REQUEST_TIMEOUT_MS"');
+  }
+  if (value.TEST_DATA_RETENTION_DAYS * DAY < value.IDEMPOTENCY_TTL_MS) {
+    // A keyed create retried after its object was deleted would create it again.
+    problems.push(`"TEST_DATA_RETENTION_DAYS" (${String(value.TEST_DATA_RETENTION_DAYS)}) must keep test objects at least as long as their idempotency keys live ("IDEMPOTENCY_TTL_MS", ${String(value.IDEMPOTENCY_TTL_MS)} ms)`);
   }
   if (value.WORKER_TRANSITION_WRITES_IN_FLIGHT > value.WORKER_WRITES_IN_FLIGHT) {
     problems.push('"WORKER_TRANSITION_WRITES_IN_FLIGHT" must not exceed "WORKER_WRITES_IN_FLIGHT"');
@@ -447,6 +476,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     intentsSweepIntervalMs: value.INTENTS_SWEEP_INTERVAL_MS,
     confirmFailureLimit: value.CONFIRM_FAILURE_LIMIT,
     liveOperators,
+    retention: {
+      eventMs: value.EVENT_RETENTION_DAYS * DAY,
+      testDataMs: value.TEST_DATA_RETENTION_DAYS * DAY,
+      sweepIntervalMs: value.RETENTION_SWEEP_INTERVAL_MS,
+      testObjectsPerDay: value.TEST_OBJECTS_PER_DAY,
+    },
     simulator: {
       approvalDelayMs: value.SIMULATOR_APPROVAL_DELAY_MS,
       processingDelayMs: value.SIMULATOR_PROCESSING_DELAY_MS,

@@ -9,8 +9,9 @@ import type { MetadataPairs } from './metadata.js';
  *
  * The local stack's store uses no index for queries: every find or update costs a
  * scan of its collection there, while inserts stay cheap and unique indexes are
- * still enforced on insert. So a create is one insert: the idempotency record and
- * the created event live in the object's own document, written atomically with it.
+ * still enforced on insert. So a create is one insert: the idempotency record lives
+ * in the object's own document, written atomically with it, and the created event is
+ * the object itself until it changes (common/created-events.ts).
  */
 
 /**
@@ -72,10 +73,12 @@ export interface PaymentIntentDoc extends IdempotencyFields {
   /** Attempts that ended declined or failed: past `CONFIRM_FAILURE_LIMIT`, confirms are refused. */
   failures?: number;
   /**
-   * The `payment_intent.created` event, exactly as listed and delivered, written in
-   * the same insert as the object: neither exists without the other.
+   * The `payment_intent.created` event as earlier versions stored it, beside the
+   * object in the same insert. No longer written: the event is derived from the
+   * intent while it is unchanged, and recorded in `events` before its first change
+   * (common/created-events.ts). Read when present; the first change drops it.
    */
-  created_event: string;
+  created_event?: string;
   /** The sum of the amounts of its succeeded refunds (absent: 0). */
   amount_refunded?: number;
   /**
@@ -234,9 +237,9 @@ export interface MutationRecord {
 }
 
 /**
- * Events other than `payment_intent.created` (which lives in its object's
- * document): one insert each, with the id and JSON of the transition that recorded
- * it. `/v1/events` merges both homes by id.
+ * Events: one insert each, with the id and JSON of the transition that recorded it.
+ * A `payment_intent.created` event is here once its intent has changed; before, it is
+ * the intent itself (common/created-events.ts). `/v1/events` merges both homes by id.
  */
 /**
  * The identity of a side effect (DESIGN section 15): `_id` names the object and the

@@ -55,6 +55,7 @@ export const ERROR_CODES = {
   body_too_large: { status: 413, type: 'invalid_request_error', description: 'The request body is larger than 64 KiB.' },
   content_type_invalid: { status: 415, type: 'invalid_request_error', description: 'Request bodies must be sent with `Content-Type: application/json` or `application/x-www-form-urlencoded`.' },
   rate_limit: { status: 429, type: 'invalid_request_error', description: 'Too many requests for this API key, or too many webhook endpoint test calls in flight for its project and mode (2 unless the operator changed it). Wait for the number of seconds in `Retry-After`.' },
+  quota_exceeded: { status: 429, type: 'invalid_request_error', description: 'Test mode: the project has created its maximum of objects (payment intents, refunds and webhook endpoints together) for the day (100000 a UTC day unless the operator changed it). Nothing was created; `Retry-After` says when the next UTC day begins. Live mode has no such quota.' },
   internal_error: { status: 500, type: 'api_error', description: 'An unexpected error on our side. It has been logged with the request id.' },
   service_unavailable: { status: 503, type: 'api_error', description: 'A dependency of the service is unavailable. Retry after `Retry-After` seconds; with an idempotency key a retry is safe.' },
   operator_unavailable: { status: 503, type: 'api_error', description: "Live mode: the operator account that would take this payment is unavailable (its breaker is open after repeated failures; `GET /v1/operators` shows it). Nothing was changed and nobody was asked. Retry after `Retry-After` seconds." },
@@ -173,6 +174,10 @@ export const errors = {
     }),
   testCallsInFlight: (limit: number, retryAfterSeconds: number) =>
     new ApiError('rate_limit', `Too many webhook endpoint test calls in flight for this project and mode: at most ${limit} at a time.`, undefined, {
+      'Retry-After': String(retryAfterSeconds),
+    }),
+  quotaExceeded: (limit: number, retryAfterSeconds: number) =>
+    new ApiError('quota_exceeded', `Test mode allows ${limit} new objects a day per project, and this project has made them today (UTC). Nothing was created; retry in ${retryAfterSeconds} s, when the next UTC day begins.`, undefined, {
       'Retry-After': String(retryAfterSeconds),
     }),
   recoveryInProgress: () =>

@@ -2,8 +2,8 @@
  * Events: the catalog, the `*` subscription, and the ids derived from an event
  * (its dispatch job, its delivery jobs). Worker and api both read them from here.
  *
- * The `payment_intent.created` event is stored in the object's own document. Its id
- * is the object's id re-prefixed, so each names the other.
+ * The `payment_intent.created` event's id is the object's id re-prefixed, so each
+ * names the other; where the event is stored is common/created-events.ts.
  */
 import type { PaymentIntentDoc } from './documents.js';
 import { buildEventJson, presentPaymentIntent } from './presenters.js';
@@ -54,7 +54,7 @@ export function objectIdOfCreatedEvent(eventId: string): string {
  * that the key's holder registered, and the listed event and the delivered one stay
  * one and the same string.
  */
-export function createdEventJson(doc: Omit<PaymentIntentDoc, 'created_event'>): string {
+export function createdEventJson(doc: Omit<PaymentIntentDoc, 'created_event' | 'history' | 'refunds'>): string {
   return buildEventJson({
     id: createdEventId(doc._id),
     type: PAYMENT_INTENT_CREATED,

@@ -66,7 +66,14 @@ export const JOBS = {
   processRefund: 'refund.process.v1',
   sweepRefunds: 'refunds.sweep.v1',
   probeOperators: 'operators.probe.v1',
+  sweepRetention: 'retention.sweep.v1',
 } as const;
+
+/** What one pass of the retention sweeper deleted, per collection, and whether it reached the end of what was due. */
+export interface RetentionPass {
+  deleted: { payment_intents: number; refunds: number; events: number; webhook_attempts: number };
+  done: boolean;
+}
 
 /** The scope of every read, write and idempotency key. */
 export interface Scope {
@@ -445,6 +452,8 @@ export interface QueueJobs {
     [JOBS.sweepIntents]: { data: { recentMs?: number }; result: { intents: number; recorded?: number } };
     /** `graceMs`: how old a pending refund must be to be re-driven; absent, the sweep interval (worker/schedules.ts). */
     [JOBS.sweepRefunds]: { data: { graceMs?: number }; result: { refunds: number; rebuilt: number } };
+    /** One pass of the retention sweeper (worker/processors/sweep-retention.ts); `done: false` when its time ran out first. */
+    [JOBS.sweepRetention]: { data: Record<string, never>; result: RetentionPass };
     /** Live mode: one call to each account whose breaker is open (common/operator-breaker.ts). */
     [JOBS.probeOperators]: { data: Record<string, never>; result: { probed: number; closed: number } };
   };

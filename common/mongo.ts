@@ -167,6 +167,11 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     index(c.paymentIntents, { changed_ms: 1 }, { name: 'changed_ms', sparse: true }),
     // The sweeper's intents with a pending refund.
     index(c.paymentIntents, { refunds_pending: 1 }, { name: 'refunds_pending', sparse: true }),
+    // The retention sweeper's old documents of one mode (worker/processors/sweep-retention.ts):
+    // live intents and refunds, never deleted, are not walked to find the test ones.
+    ...[c.paymentIntents, c.refunds, c.events, c.webhookAttempts].map((collection) =>
+      index(collection as unknown as Collection, { livemode: 1, _id: 1 }, { name: 'livemode_id' }),
+    ),
   ];
   const existing = new Map<Collection, Promise<Set<string>>>();
   const namesOf = (collection: Collection) => {

@@ -259,6 +259,13 @@ if (!shuttingDown) {
     `  Webhooks         ${allowPrivateTargets === 'true' ? 'test mode may reach local and private addresses (WEBHOOK_ALLOW_PRIVATE_TARGETS=true)' : 'public addresses only'}`,
     `  Redis            ${redisUrl}${stack?.redisUrl ? ` (local, ${DATA_SHOWN}/redis)` : ''}`,
     `  MongoDB          ${mongoUrl}${stack?.mongoUrl ? ` (local FerretDB, ${DATA_SHOWN}/ferretdb)` : ''}`,
+    // The embedded store scans a whole collection for every query but a look-up by id (docs/storage.md).
+    ...(stack?.mongoUrl
+      ? [
+          '  Store            FerretDB over SQLite is for one tenant\'s development, not for serving several:',
+          '                   every list scans a whole collection. Serve tenants from a MongoDB (MONGODB_URL; docs/operating.md).',
+        ]
+      : []),
     '',
     `  Try: curl ${baseUrl}/v1/payment_intents -u ${testKey ?? 'sk_test_...'}:`,
     '  Ctrl-C stops everything.',

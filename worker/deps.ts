@@ -151,6 +151,7 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     }),
     atomicConditionalUpdates: storeProfile.atomicConditionalUpdates,
     kept,
+    eventRetentionMs: config.retention.eventMs,
     logger,
   };
   const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl, refundLimitMs: config.liveOperators.refundLimitMs, refundLimitPerIntent: config.refundLimitPerIntent };

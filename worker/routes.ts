@@ -26,6 +26,7 @@ import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { sweepIntents, type RecentEvents } from './processors/sweep-intents.js';
 import { recordedBefore } from './lifecycle/transition.js';
 import { sweepRefunds } from './processors/sweep-refunds.js';
+import { sweepRetention } from './processors/sweep-retention.js';
 import { probeOperators } from './processors/probe-operators.js';
 import {
   deleteWebhookEndpoint,
@@ -148,7 +149,10 @@ export function intentsRoutes({ lifecycleDeps, refundDeps, checkDeps }: JobDeps)
   };
 }
 
-export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, pending, refundDeps, lifecycleDeps }: JobDeps): JobRoutes<'maintenance'> {
+/** How soon the retention sweep goes on after a pass that ran out of time: other maintenance jobs go first. */
+const RETENTION_FOLLOW_UP_MS = 1_000;
+
+export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, maintenanceQueue, pending, refundDeps, lifecycleDeps }: JobDeps): JobRoutes<'maintenance'> {
   return {
     [JOBS.sweepIdempotency]: () => sweepIdempotency({ collections, redis: redis.commands, prefix }, now()),
     [JOBS.sweepIntents]: (job) => {
@@ -157,6 +161,14 @@ export function maintenanceRoutes({ config, now, collections, redis, prefix, int
       return sweepIntents({ collections, intentsQueue }, now(), recent);
     },
     [JOBS.sweepRefunds]: (job) => sweepRefunds({ ...refundDeps, intentsQueue }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs),
+    [JOBS.sweepRetention]: async () => {
+      const pass = await sweepRetention({ collections, redis: redis.commands, prefix, retention: config.retention, now });
+      if (!pass.done) {
+        const once = { removeOnComplete: true, removeOnFail: true };
+        await maintenanceQueue.add(JOBS.sweepRetention, {}, { jobId: `retention-sweep-more-${now()}`, delay: RETENTION_FOLLOW_UP_MS, ...once });
+      }
+      return pass;
+    },
     [JOBS.probeOperators]: () => probeOperators({ connectors: lifecycleDeps.connectors, redis: redis.commands, prefix, config: config.liveOperators }),
     [JOBS.sweepEvents]: () =>
       sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs }),

@@ -25,6 +25,8 @@ export async function scheduleHousekeeping(maintenanceQueue: TypedQueue<'mainten
     ['intents-sweep', config.intentsSweepIntervalMs, JOBS.sweepIntents],
     ['refunds-sweep', config.intentsSweepIntervalMs, JOBS.sweepRefunds],
     ['events-sweep', config.webhooks.sweepIntervalMs, JOBS.sweepEvents],
+    // Storage is bounded (DESIGN section 20): a pass that runs out of time adds the next (routes.ts).
+    ['retention-sweep', config.retention.sweepIntervalMs, JOBS.sweepRetention],
     // Live mode: an account whose breaker is open is probed until it answers (DESIGN section 14).
     ...(config.liveOperators.accounts.length > 0 ? [['operators-probe', BREAKER_PROBE_MS, JOBS.probeOperators] as const] : []),
   ] as const;

@@ -5,8 +5,8 @@
  * pre-generated id → wait for the worker's result) → settle (the result becomes the
  * answer, sent with its exact bytes). The protocol of the key lives in the ticket
  * (../idempotency/store.ts). Admission (api/admission.ts) refuses at once a create
- * the queue could not serve before the wait gives up: nothing is locked, enqueued or
- * recorded.
+ * the queue could not serve before the wait gives up, and test mode's daily quota
+ * (api/test-quota.ts) a create past it: nothing is locked, enqueued or recorded.
  */
 import type { JobsOptions, Queue } from 'bullmq';
 import { errors } from '../../common/errors.js';
@@ -19,6 +19,7 @@ import type { Answer, IdempotencyStore, Own, Ticket } from '../idempotency/store
 import { baseUrlOf, sendJson } from '../respond.js';
 import { parseIdempotencyKey } from '../schemas/idempotency-key.js';
 import { rejectQuery } from '../schemas/query.js';
+import { testQuotaRefusal } from '../test-quota.js';
 
 /** Every create job: retried on infrastructure faults until it completes. */
 export const CREATE_JOB_OPTIONS: JobsOptions = {
@@ -76,6 +77,9 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     // Before any read of MongoDB: a request refused for load must add none.
     const refusal = deps.admission?.refusal(key) ?? null;
     if (refusal !== null && !(await retriesQueuedJob(deps, spec, ticket))) throw errors.serviceUnavailable(refusal);
+    // A new object of test mode counts against its project's day (../test-quota.ts).
+    const overQuota = spec.idKind ? await testQuotaRefusal(deps, key) : null;
+    if (overQuota !== null && !(await retriesQueuedJob(deps, spec, ticket))) throw overQuota;
     // At most OBJECT_WRITES_IN_FLIGHT writes of one object at once: more would only wait
     // for its lock. Before any read of MongoDB, so a refused one costs one Redis round trip.
     const object = spec.object?.(input) ?? (spec.idKind ? null : (ctx.params?.id as string | undefined) ?? null);

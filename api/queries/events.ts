@@ -1,19 +1,40 @@
 /**
- * Events live in two homes (common/documents.ts): `payment_intent.created` in its
- * object's document (`evt_X` is the created event of `pi_X`), every other type in
- * the `events` collection. Both kinds of ids share one time-ordered body after the
- * prefix, so a page of events is a merge of two `_id`-ordered queries, each limited
- * to the page size, compared on that body: the same cursor rules as every list, and
- * every query index-shaped for MongoDB.
+ * Events live in two homes: a `payment_intent.created` event is its intent itself
+ * while the intent is unchanged (`evt_X` is the created event of `pi_X`), and every
+ * other event, the created events of changed intents included, is a document of the
+ * `events` collection (common/created-events.ts). Both kinds of ids share one
+ * time-ordered body after the prefix, so a page of events is a merge of two
+ * `_id`-ordered queries, each limited to the page size, compared on that body: the
+ * same cursor rules as every list, and every query index-shaped for MongoDB.
+ *
+ * The intents are read before `events`: an intent's first change records its created
+ * event in `events` before the update, so an intent found changed (and skipped) has
+ * its event found by the query after; one found unchanged and recorded meanwhile is
+ * found twice, and kept once. Events older than the events' retention
+ * (`EVENT_RETENTION_DAYS`) are not shown, whether or not the sweeper has deleted them
+ * yet (a created event derived from an intent that old has nothing to delete).
  */
 import type { Collection, Filter } from 'mongodb';
+import { createdEventFromIntent, createdEventOf, INTENT_FOR_EVENT, withinRetention } from '../../common/created-events.js';
 import { errors } from '../../common/errors.js';
 import { createdEventId, objectIdOfCreatedEvent, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import type { EventDoc, PaymentIntentDoc } from '../../common/documents.js';
+import { idBodyFloor } from '../../common/ids.js';
 import type { Scope } from '../../common/jobs.js';
 import { findByIdInScope, type Collections } from '../../common/mongo.js';
 import { listEnvelopeJson } from '../../common/presenters.js';
 import type { PageQuery } from './pages.js';
+
+/** Which events are shown: those younger than `retentionMs` (`EVENT_RETENTION_DAYS`) at `nowMs` (epoch ms). */
+export interface EventsKept {
+  nowMs: number;
+  retentionMs: number;
+}
+
+/** The events an api shows now. */
+export function eventsKept(deps: { now: () => number; config: { retention: { eventMs: number } } }): EventsKept {
+  return { nowMs: deps.now(), retentionMs: deps.config.retention.eventMs };
+}
 
 interface Item {
   /** The id's body: what orders events across both homes. */
@@ -30,32 +51,42 @@ interface Source {
 
 const bodyOf = (id: string) => id.slice(id.indexOf('_') + 1);
 
-function createdSource(c: Collection<PaymentIntentDoc>, scope: Scope): Source {
+function createdSource(c: Collection<PaymentIntentDoc>, scope: Scope, kept: EventsKept): Source {
+  const floor = `pi_${idBodyFloor(kept.nowMs - kept.retentionMs)}`;
   return {
     async fetch(bound, newerFirst, limit) {
-      const filter: Record<string, unknown> = { project: scope.project, livemode: scope.livemode };
-      if (bound !== null) filter._id = { [newerFirst ? '$lt' : '$gt']: `pi_${bound}` };
+      const range: Record<string, string> = { $gte: floor };
+      if (bound !== null) range[newerFirst ? '$lt' : '$gt'] = `pi_${bound}`;
+      const filter = { project: scope.project, livemode: scope.livemode, _id: range };
       const docs = await c
-        .find(filter as Filter<PaymentIntentDoc>, { projection: { created_event: 1 } })
+        .find(filter as Filter<PaymentIntentDoc>, { projection: INTENT_FOR_EVENT })
         .sort({ _id: newerFirst ? -1 : 1 })
         .limit(limit)
         .toArray();
-      return docs.map((d) => ({ key: bodyOf(d._id), id: createdEventId(d._id), json: d.created_event }));
+      // A changed intent's created event is in `events`: the other source lists it.
+      return docs.flatMap((d) => {
+        const json = createdEventFromIntent(d);
+        return json === null ? [] : [{ key: bodyOf(d._id), id: createdEventId(d._id), json }];
+      });
     },
     async has(eventId) {
-      if (objectIdOfCreatedEvent(eventId) === eventId) return false;
-      const doc = await findByIdInScope(c, objectIdOfCreatedEvent(eventId), scope, { projection: { _id: 1 } });
+      const objectId = objectIdOfCreatedEvent(eventId);
+      if (objectId === eventId || !withinRetention(objectId, kept.nowMs, kept.retentionMs)) return false;
+      const doc = await findByIdInScope(c, objectId, scope, { projection: { _id: 1 } });
       return doc !== null;
     },
   };
 }
 
-function transitionSource(c: Collection<EventDoc>, scope: Scope, type: string | null): Source {
+function recordedSource(c: Collection<EventDoc>, scope: Scope, type: string | null, kept: EventsKept): Source {
+  const floor = `evt_${idBodyFloor(kept.nowMs - kept.retentionMs)}`;
   return {
     async fetch(bound, newerFirst, limit) {
+      const range: Record<string, string> = { $gte: floor };
+      if (bound !== null) range[newerFirst ? '$lt' : '$gt'] = `evt_${bound}`;
       const filter: Record<string, unknown> = { project: scope.project, livemode: scope.livemode };
       if (type !== null) filter.type = type;
-      if (bound !== null) filter._id = { [newerFirst ? '$lt' : '$gt']: `evt_${bound}` };
+      filter._id = range;
       const docs = await c
         .find(filter as Filter<EventDoc>, { projection: { json: 1 } })
         .sort({ _id: newerFirst ? -1 : 1 })
@@ -64,28 +95,31 @@ function transitionSource(c: Collection<EventDoc>, scope: Scope, type: string | 
       return docs.map((d) => ({ key: bodyOf(d._id), id: d._id, json: d.json }));
     },
     async has(eventId) {
+      if (!withinRetention(eventId, kept.nowMs, kept.retentionMs)) return false;
       const doc = await findByIdInScope(c, eventId, scope, { projection: { _id: 1 } });
       return doc !== null;
     },
   };
 }
 
-export async function eventsPage(collections: Collections, scope: Scope, query: PageQuery & { type: string | null }, url: string): Promise<string> {
-  const sources: Source[] = [];
-  if (query.type === null || query.type === PAYMENT_INTENT_CREATED) sources.push(createdSource(collections.paymentIntents, scope));
-  if (query.type !== PAYMENT_INTENT_CREATED) sources.push(transitionSource(collections.events, scope, query.type));
-  const all = query.type === null ? sources : [createdSource(collections.paymentIntents, scope), transitionSource(collections.events, scope, null)];
+export async function eventsPage(collections: Collections, scope: Scope, query: PageQuery & { type: string | null }, url: string, kept: EventsKept): Promise<string> {
+  const created = query.type === null || query.type === PAYMENT_INTENT_CREATED ? createdSource(collections.paymentIntents, scope, kept) : null;
+  const recorded = recordedSource(collections.events, scope, query.type, kept);
 
   const cursor = query.startingAfter ?? query.endingBefore;
   if (cursor !== null) {
     // The cursor must name an event of the caller's scope, of any type.
+    const all = [createdSource(collections.paymentIntents, scope, kept), recordedSource(collections.events, scope, null, kept)];
     const found = (await Promise.all(all.map((s) => s.has(cursor)))).some(Boolean);
     if (!found) throw errors.cursorMissing(query.startingAfter !== null ? 'starting_after' : 'ending_before', cursor);
   }
   const newerFirst = query.endingBefore === null;
   const bound = cursor === null ? null : bodyOf(cursor);
-  const lists = await Promise.all(sources.map((s) => s.fetch(bound, newerFirst, query.limit + 1)));
-  const merged = lists.flat().sort((a, b) => (a.key < b.key ? 1 : a.key > b.key ? -1 : 0) * (newerFirst ? 1 : -1));
+  // The intents first, then `events` (see above): one after the other.
+  const fromIntents = created ? await created.fetch(bound, newerFirst, query.limit + 1) : [];
+  const fromEvents = await recorded.fetch(bound, newerFirst, query.limit + 1);
+  const byId = new Map([...fromIntents, ...fromEvents].map((item) => [item.id, item]));
+  const merged = [...byId.values()].sort((a, b) => (a.key < b.key ? 1 : a.key > b.key ? -1 : 0) * (newerFirst ? 1 : -1));
   const hasMore = merged.length > query.limit;
   const page = merged.slice(0, query.limit);
   if (!newerFirst) page.reverse();
@@ -93,11 +127,13 @@ export async function eventsPage(collections: Collections, scope: Scope, query: 
 }
 
 /** One event by id, from whichever home holds it, in the caller's scope. */
-export async function findEvent(collections: Collections, scope: Scope, eventId: string): Promise<string | null> {
-  const other = await findByIdInScope(collections.events, eventId, scope, { projection: { json: 1 } });
-  if (other) return other.json;
+export async function findEvent(collections: Collections, scope: Scope, eventId: string, kept: EventsKept): Promise<string | null> {
+  if (!withinRetention(eventId, kept.nowMs, kept.retentionMs)) return null;
+  const recorded = await findByIdInScope(collections.events, eventId, scope, { projection: { json: 1 } });
+  if (recorded) return recorded.json;
   const objectId = objectIdOfCreatedEvent(eventId);
   if (objectId === eventId) return null;
-  const pi = await findByIdInScope(collections.paymentIntents, objectId, scope, { projection: { created_event: 1 } });
-  return pi?.created_event ?? null;
+  const pi = await findByIdInScope(collections.paymentIntents, objectId, scope, { projection: INTENT_FOR_EVENT });
+  // Changed since `events` was read: its created event was recorded there first.
+  return pi ? createdEventOf(collections, pi) : null;
 }

@@ -16,7 +16,7 @@ import {
   parseWebhookEndpointCreate,
   parseWebhookEndpointUpdate,
 } from '../schemas/webhook-endpoints.js';
-import { findEvent } from '../queries/events.js';
+import { eventsKept, findEvent } from '../queries/events.js';
 import { errors } from '../../common/errors.js';
 import { isId } from '../../common/ids.js';
 import { WebhookRecoveryLocks } from '../webhook-recoveries.js';
@@ -117,7 +117,7 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
       precheck: async () => {
         await exists(ctx)();
         // An event of another project or mode is as missing as an unknown one.
-        const found = isId('event', event) ? await findEvent(deps.mongo.collections, ctx.state.key!, event) : null;
+        const found = isId('event', event) ? await findEvent(deps.mongo.collections, ctx.state.key!, event, eventsKept(deps)) : null;
         if (found === null) throw errors.resourceMissing('event', event, 'event');
       },
       jobData: (base, input) => ({ ...base, target: target(ctx), input }),

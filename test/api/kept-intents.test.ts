@@ -27,7 +27,7 @@ async function storedIntent(scope: { project: string; livemode: boolean }): Prom
   const id = ids.next('payment_intent');
   const doc = {
     _id: id, ...scope, amount: 2500, currency: 'xof', description: null, status: 'new', client_secret: `${id}_secret_x`, automatic_operator: true,
-    allowed_operators: ['mtn_momo'], selected_operator: null, metadata: [], created: 1, expires_at: 2, created_event: '{}',
+    allowed_operators: ['mtn_momo'], selected_operator: null, metadata: [], created: 1, expires_at: 2,
   } as PaymentIntentDoc;
   await stack.mongo.collections.paymentIntents.insertOne(doc);
   return doc;

@@ -110,3 +110,20 @@ test('a live operator needs PUBLIC_BASE_URL for its callbacks', (t) => {
   const err = t.throws(() => loadConfig({ ...minimal, ...waveGroup }), { instanceOf: ConfigError });
   t.regex(err?.message ?? '', /PUBLIC_BASE_URL/);
 });
+
+test('storage bounds default to DESIGN section 20: 30 days of events and of test data, 100000 test objects a day', (t) => {
+  const day = 24 * 3600_000;
+  t.deepEqual(loadConfig(minimal).retention, { eventMs: 30 * day, testDataMs: 30 * day, sweepIntervalMs: 3600_000, testObjectsPerDay: 100_000 });
+  t.like(loadConfig({ ...minimal, EVENT_RETENTION_DAYS: '7', TEST_DATA_RETENTION_DAYS: '3', RETENTION_SWEEP_INTERVAL_MS: '500', TEST_OBJECTS_PER_DAY: '3' }).retention, {
+    eventMs: 7 * day, testDataMs: 3 * day, sweepIntervalMs: 500, testObjectsPerDay: 3,
+  });
+  for (const env of [{ EVENT_RETENTION_DAYS: '6' }, { TEST_DATA_RETENTION_DAYS: '1.5' }, { TEST_OBJECTS_PER_DAY: '0' }]) {
+    t.throws(() => loadConfig({ ...minimal, ...env }), { instanceOf: ConfigError }, JSON.stringify(env));
+  }
+});
+
+test('test data must outlive its idempotency keys, or a retried keyed create could make its object again', (t) => {
+  const err = t.throws(() => loadConfig({ ...minimal, TEST_DATA_RETENTION_DAYS: '1' }), { instanceOf: ConfigError });
+  t.regex(err?.message ?? '', /"TEST_DATA_RETENTION_DAYS" \(1\) must keep test objects at least as long as their idempotency keys live/);
+  t.is(loadConfig({ ...minimal, TEST_DATA_RETENTION_DAYS: '1', IDEMPOTENCY_TTL_MS: String(24 * 3600_000) }).retention.testDataMs, 24 * 3600_000);
+});

@@ -41,7 +41,8 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
   [409, 'invalid_request_error', ['idempotency_in_flight', 'webhook_recovery_in_progress', 'lock_timeout']],
   [413, 'invalid_request_error', ['body_too_large']],
   [415, 'invalid_request_error', ['content_type_invalid']],
-  [429, 'invalid_request_error', ['rate_limit']],
+  // Section 20: test mode's daily quota of new objects.
+  [429, 'invalid_request_error', ['rate_limit', 'quota_exceeded']],
   [500, 'api_error', ['internal_error']],
   [503, 'api_error', ['service_unavailable', 'operator_unavailable', 'processing_timeout']],
 ];

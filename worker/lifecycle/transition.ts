@@ -16,6 +16,9 @@
  *   finishes what it had begun (the event's own document, its dispatch, the delayed
  *   jobs) instead of applying anything twice. Every step after the update is
  *   idempotent.
+ * - The first change records the intent's created event in `events`, before its
+ *   update, and drops the copy an earlier version kept on the intent: until then the
+ *   event was the intent itself (common/created-events.ts).
  * - The intent stays small however often it changes (security review M1). A
  *   request's answer (its body), which a retry of its job must answer again, is a
  *   document of its own, keyed by (intent, mutation) (`intent_mutations`, swept with
@@ -29,6 +32,7 @@
  * - Infrastructure faults are thrown, so BullMQ retries the job.
  */
 import type { Filter } from 'mongodb';
+import { createdEventDoc, withinRetention } from '../../common/created-events.js';
 import type { MutationDoc, MutationEntry, MutationRecord, PaymentIntentDoc } from '../../common/documents.js';
 import { errorBody } from '../../common/errors.js';
 import { idTime, type IdGenerator } from '../../common/ids.js';
@@ -74,6 +78,12 @@ export interface TransitionDeps {
   atomicConditionalUpdates: boolean;
   /** The intents this worker wrote last (kept-docs.ts); without it every change reads MongoDB. */
   kept?: KeptIntentDocs;
+  /**
+   * `EVENT_RETENTION_DAYS`, in ms: an event older than this is deleted by the
+   * retention sweeper, so a change neither records nor records again one so old.
+   * Absent: events are kept for ever.
+   */
+  eventRetentionMs?: number;
 }
 
 export interface Mutation extends Scope {
@@ -104,7 +114,7 @@ const UPDATE_RETRY = { tries: 6, baseMs: 100, capMs: 2000 };
 /** How many times a mutation that lost a race decides again before the job is retried. */
 const MAX_RACES = 8;
 
-/** Everything stored but the created event: what presentations and decisions read. */
+/** Everything stored but an earlier version's copy of the created event: what presentations and decisions read. */
 const WITHOUT_HISTORY = { created_event: 0 } as const;
 
 /** History entries an intent keeps. */
@@ -168,9 +178,15 @@ async function decideAndApply(
     if (decision.kind === 'skip') return { kind: 'skipped', reason: decision.reason, doc };
 
     const rev = doc.rev ?? 0;
-    // The create's replays must not show the change: frozen before the first one (a
-    // later change finds it frozen, as every change passes here).
-    if (rev === 0) await freezeCreateAnswer(deps, doc, () => JSON.stringify(presentPaymentIntent(doc, { withSecret: true })));
+    // The create's replays must not show the change, nor its created event, which was
+    // the intent itself until now: both are written down before the first change (a
+    // later change finds them, as every change passes here).
+    if (rev === 0) {
+      await Promise.all([
+        freezeCreateAnswer(deps, doc, () => JSON.stringify(presentPaymentIntent(doc, { withSecret: true }))),
+        recordCreatedEvent(deps, doc),
+      ]);
+    }
     const after: PaymentIntentDoc = { ...doc, ...decision.set, rev: rev + 1 };
     const object = presentPaymentIntent(after);
     const evt = decision.event === null ? null : eventOf(deps, after, decision.event, object, `${doc._id}:${rev + 1}:${decision.event}`);
@@ -214,7 +230,11 @@ async function decideAndApply(
         deps.updates.update({
           collection: c,
           filter: where,
-          update: { $set: { ...decision.set, ...failures, rev: rev + 1, history, changed_ms: changedMs } },
+          update: {
+            $set: { ...decision.set, ...failures, rev: rev + 1, history, changed_ms: changedMs },
+            // An earlier version's copy of the created event, recorded in `events` above.
+            ...(rev === 0 ? { $unset: { created_event: '' } } : {}),
+          },
           fence: (extraMs) => lock.renew(intentTokenReplacement(deps.prefix, doc._id), extraMs),
         }),
       UPDATE_RETRY,
@@ -343,9 +363,29 @@ async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt
  * Before a transition compacts the newest entry, whose event's JSON is nowhere else:
  * that event is recorded, by its own job normally (one read finds it), or here when
  * the job died between its update and its event. Also a reconnect's sweep, for the
- * newest entries of recent transitions, whose jobs Redis may have lost.
+ * newest entries of recent transitions, whose jobs Redis may have lost. An event
+ * older than the events' retention is not looked for: missing, it was deleted for
+ * its age, and recorded again it would be delivered again.
  */
 export async function recordedBefore(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt): Promise<void> {
+  if (!retained(deps, evt.id)) return;
   if (await deps.collections.events.findOne({ _id: evt.id }, { projection: { _id: 1 } })) return;
   await recordEvent(deps, doc, evt);
+}
+
+/**
+ * Before the intent's first change: its created event, until now derived from the
+ * intent, becomes a document of `events` (common/created-events.ts). Only the
+ * document: its deliveries, if any, were handed over by the create.
+ */
+async function recordCreatedEvent(deps: TransitionDeps, doc: PaymentIntentDoc): Promise<void> {
+  const event = createdEventDoc(doc);
+  if (!retained(deps, event._id)) return;
+  await deps.inserts.insert(deps.collections.events, event).catch((err: unknown) => {
+    if (!isDuplicateKey(err)) throw err;
+  });
+}
+
+function retained(deps: TransitionDeps, eventId: string): boolean {
+  return deps.eventRetentionMs === undefined || withinRetention(eventId, deps.now(), deps.eventRetentionMs);
 }

@@ -1,6 +1,7 @@
 /**
- * Creates a payment intent and its `payment_intent.created` event in one insert (the
- * event is a field of the object's document), idempotent on the id. When the scope
+ * Creates a payment intent, and so its `payment_intent.created` event, in one insert
+ * idempotent on the id: until the intent changes, the event is the intent itself,
+ * derived from it, and stored nowhere else (common/created-events.ts). When the scope
  * has webhook endpoints, an outbox entry is written before the answer (the durable
  * record of the event's pending deliveries) and the event is fanned out to its
  * endpoints after it, both idempotent on the event id, which is derived from the
@@ -11,7 +12,8 @@ import type { Job } from 'bullmq';
 import { randomBase62 } from '../../common/ids.js';
 import type { CreateJobResult, CreatePaymentIntentData, TypedQueue } from '../../common/jobs.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
-import { createdEventId, createdEventJson, PAYMENT_INTENT_CREATED } from '../../common/events.js';
+import { createdEventOf } from '../../common/created-events.js';
+import { createdEventId, PAYMENT_INTENT_CREATED } from '../../common/events.js';
 import { recordOutgoing, type OutboxDeps } from '../webhooks/outbox.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import { scopeMayWant } from '../webhooks/subscriptions.js';
@@ -30,27 +32,24 @@ export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<Crea
   hooked.catch(() => undefined); // awaited below; this only keeps an early insert failure from leaving it unhandled
   return runCreate(deps, String(job.id), data, {
     collection: deps.collections.paymentIntents,
-    build: (objectId) => {
-      const doc: Omit<PaymentIntentDoc, 'created_event'> = {
-        _id: objectId,
-        project: data.project,
-        livemode: data.livemode,
-        amount: data.input.amount,
-        currency: data.input.currency,
-        description: data.input.description,
-        status: 'new',
-        client_secret: `${objectId}_secret_${randomBase62(24)}`,
-        automatic_operator: data.input.automatic_operator,
-        allowed_operators: data.input.allowed_operators,
-        selected_operator: data.input.selected_operator,
-        metadata: data.input.metadata,
-        created: data.created,
-        expires_at: data.input.expires_at,
-        attempt: 0,
-        rev: 0,
-      };
-      return { ...doc, created_event: createdEventJson(doc) };
-    },
+    build: (objectId): PaymentIntentDoc => ({
+      _id: objectId,
+      project: data.project,
+      livemode: data.livemode,
+      amount: data.input.amount,
+      currency: data.input.currency,
+      description: data.input.description,
+      status: 'new',
+      client_secret: `${objectId}_secret_${randomBase62(24)}`,
+      automatic_operator: data.input.automatic_operator,
+      allowed_operators: data.input.allowed_operators,
+      selected_operator: data.input.selected_operator,
+      metadata: data.input.metadata,
+      created: data.created,
+      expires_at: data.input.expires_at,
+      attempt: 0,
+      rev: 0,
+    }),
     present: (doc) => JSON.stringify(presentPaymentIntent(doc, { withSecret: true })),
     after: async (doc) => {
       const expiry = scheduleExpiry(deps.intentsQueue, doc, deps.now());
@@ -62,12 +61,19 @@ export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<Crea
   });
 }
 
-function recordCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDoc): Promise<() => Promise<void>> {
+/**
+ * The created event's outbox entry. A retried job may find the intent changed since
+ * (its event recorded in `events` then), or its event deleted for its age: nothing
+ * is left to deliver then.
+ */
+async function recordCreatedEvent(deps: PaymentIntentDeps, pi: PaymentIntentDoc): Promise<(() => Promise<void>) | undefined> {
+  const json = await createdEventOf(deps.collections, pi);
+  if (json === null) return undefined;
   return recordOutgoing(deps, {
     id: createdEventId(pi._id),
     project: pi.project,
     livemode: pi.livemode,
     type: PAYMENT_INTENT_CREATED,
-    json: pi.created_event,
+    json,
   });
 }

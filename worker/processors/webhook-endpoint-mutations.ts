@@ -322,7 +322,8 @@ async function recoverableEvents(deps: EndpointMutationDeps, endpoint: WebhookEn
     }),
   );
   const results = await Promise.all(homes);
-  const ids = results.flatMap((r) => r.ids).sort();
+  // A changed intent's created event is in both homes (common/created-events.ts): once.
+  const ids = [...new Set(results.flatMap((r) => r.ids))].sort();
   return { eventIds: ids.slice(0, max), more: ids.length > max || results.some((r) => r.more) };
 }
 

@@ -173,7 +173,7 @@ const piDoc: PaymentIntentDoc = {
   _id: 'pi_00VbYV85n9aIzXB1ggNYQfQ', project: 'acme', livemode: false, amount: 100, currency: 'xof', description: null,
   status: 'new', client_secret: 'pi_00VbYV85n9aIzXB1ggNYQfQ_secret_abc', automatic_operator: true,
   allowed_operators: ['wave'], selected_operator: null, metadata: toPairs(JSON.parse('{"a.b":"1","$c":"2","__proto__":"3"}')),
-  created: 1, expires_at: 2, created_event: '{}', idem: 'x', idem_fp: 'y', idem_expires_at: 3,
+  created: 1, expires_at: 2, idem: 'x', idem_fp: 'y', idem_expires_at: 3,
 };
 const endpointDoc: WebhookEndpointDoc = {
   _id: 'we_00VbYV85n9aIzXB1ggNYQfQ', project: 'acme', livemode: false, url: 'https://example.com/h', enabled_events: ['*'],

@@ -79,18 +79,17 @@ test('an event written but never dispatched (a crash before the enqueue) is pick
   // The state a crash between the object write and the dispatch enqueue leaves behind.
   const objectId = newId('payment_intent');
   const created = Math.floor(Date.now() / 1000);
-  const fields: Omit<PaymentIntentDoc, 'created_event'> = {
+  const pi: PaymentIntentDoc = {
     _id: objectId, project, livemode: false, amount: 700, currency: 'usd', description: null, status: 'new',
     client_secret: `${objectId}_secret_${randomBase62(24)}`, automatic_operator: true, allowed_operators: ['wave'],
     selected_operator: null, metadata: [], created, expires_at: created + 86_400,
   };
-  const pi: PaymentIntentDoc = { ...fields, created_event: createdEventJson(fields) };
   const id = createdEventId(objectId);
-  const event = { json: pi.created_event };
+  const event = { json: createdEventJson(pi) };
   const db = await service.db();
   await db.collection<PaymentIntentDoc>('payment_intents').insertOne(pi);
   await db.collection<OutboxDoc>('event_outbox').insertOne({
-    _id: id, project, livemode: false, type: 'payment_intent.created', json: pi.created_event, created_ms: idTime(objectId),
+    _id: id, project, livemode: false, type: 'payment_intent.created', json: event.json, created_ms: idTime(objectId),
   });
 
   const [delivery] = await receiver.waitFor(path);

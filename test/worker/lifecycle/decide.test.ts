@@ -43,7 +43,6 @@ function intent(over: Partial<PaymentIntentDoc> = {}): PaymentIntentDoc {
     metadata: [],
     created: NOW - 10,
     expires_at: NOW + 3600,
-    created_event: '{}',
     attempt: 0,
     rev: 0,
     ...over,

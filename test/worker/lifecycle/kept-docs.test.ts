@@ -76,7 +76,7 @@ async function world(atomicConditionalUpdates: boolean) {
   const now = Math.floor(Date.now() / 1000);
   await intents.insertOne({
     _id: id, ...scope, amount: 500, currency: 'xof', description: null, status: 'new', client_secret: `${id}_secret_test`,
-    automatic_operator: true, allowed_operators: ['wave'], selected_operator: null, metadata: [], created: now, expires_at: now + 3600, created_event: '{}',
+    automatic_operator: true, allowed_operators: ['wave'], selected_operator: null, metadata: [], created: now, expires_at: now + 3600,
   } as PaymentIntentDoc);
   let meanwhile: (() => Promise<unknown>) | null = null;
   const writes: Gate = {

@@ -58,7 +58,6 @@ async function cancelDuringCrash(crashAfterMs: number) {
     metadata: [],
     created: now,
     expires_at: now + 3600,
-    created_event: '{}',
   };
   await stack.mongo.collections.paymentIntents.insertOne(doc);
   let crashed: Promise<void> | null = null;
@@ -97,18 +96,22 @@ async function cancelDuringCrash(crashAfterMs: number) {
   }
   await crashed;
   const stored = (await stack.mongo.collections.paymentIntents.findOne({ _id: id }))!;
-  const events = await stack.mongo.collections.events.find({ object_id: id }).toArray();
-  return { runs, stored, mine: (stored.history ?? []).filter((entry) => entry.m === mutation.id), events };
+  // The created event, recorded before the intent's first change, apart from the transition's.
+  const all = await stack.mongo.collections.events.find({ object_id: id }).toArray();
+  const events = all.filter((e) => e.type !== 'payment_intent.created');
+  const created = all.filter((e) => e.type === 'payment_intent.created');
+  return { runs, stored, mine: (stored.history ?? []).filter((entry) => entry.m === mutation.id), events, created };
 }
 
 for (const crashAfterMs of [0, 5, 20]) {
   test.serial(`a store SIGKILLed ${crashAfterMs} ms into a transition's update, back 1 s later: one transition, one history entry, one event`, async (t) => {
-    const { runs, stored, mine, events } = await cancelDuringCrash(crashAfterMs);
+    const { runs, stored, mine, events, created } = await cancelDuringCrash(crashAfterMs);
     t.log(`the transition ran ${runs} time(s)`);
     t.like(stored, { status: 'canceled', rev: 1 });
     t.is(stored.history?.length, 1, 'one history entry');
     t.is(mine.length, 1, "the entry is the cancel's");
     t.deepEqual(events.map((e) => e.type), ['payment_intent.canceled'], 'one event');
     t.deepEqual(events.map((e) => e._id), mine.map((entry) => entry.evt?.id), 'the event of that entry');
+    t.is(created.length, 1, 'and the created event, recorded once before the change');
   });
 }

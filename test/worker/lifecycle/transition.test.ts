@@ -59,7 +59,6 @@ async function world(atomicConditionalUpdates: boolean, meanwhile: (intents: Sta
     metadata: [],
     created: Math.floor(clock.now() / 1000),
     expires_at: Math.floor(clock.now() / 1000) + 3600,
-    created_event: '{}',
   };
   await intents.insertOne(doc);
   let raced = false;
@@ -104,7 +103,9 @@ async function world(atomicConditionalUpdates: boolean, meanwhile: (intents: Sta
         cancel,
       ),
     stored: async () => (await intents.findOne({ _id: id }))!,
-    events: () => stack.mongo.collections.events.find({ object_id: id }).toArray(),
+    /** The transitions' events: the created event, recorded before the intent's first change, is counted apart. */
+    events: () => stack.mongo.collections.events.find({ object_id: id, type: { $ne: 'payment_intent.created' } }).toArray(),
+    created: () => stack.mongo.collections.events.find({ object_id: id, type: 'payment_intent.created' }).toArray(),
     mine: (stored: PaymentIntentDoc) => (stored.history ?? []).filter((entry) => entry.m === mutation.id),
   };
 }
@@ -130,6 +131,7 @@ test('with atomic conditional updates, a transition whose intent changed after i
   const events = await w.events();
   t.deepEqual(events.map((e) => e.type), ['payment_intent.canceled'], 'one event');
   t.deepEqual(events.map((e) => e._id), w.mine(stored).map((entry) => entry.evt?.id), 'the event of that entry');
+  t.is((await w.created()).length, 1, 'the created event recorded once, before the first change, however often decided');
 });
 
 test('with atomic conditional updates, a cancel that lost to another cancel decides again and is refused: nothing of it is written', async (t) => {

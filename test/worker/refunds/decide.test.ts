@@ -10,7 +10,7 @@ function intent(fields: Partial<PaymentIntentDoc> = {}): PaymentIntentDoc {
     _id: 'pi_1', project: 'p', livemode: false, amount: 1000, currency: 'xof', description: null, status: 'succeeded', client_secret: 's',
     automatic_operator: false, allowed_operators: ['mtn_momo'], selected_operator: null, metadata: [], created: 0, expires_at: 0,
     payment: { operator: 'mtn_momo', phone_number: null, phone_masked: '+225*******000', return_url: null, checkout_token: null },
-    created_event: '{}', rev: 3, ...fields,
+    rev: 3, ...fields,
   };
 }
 

@@ -85,7 +85,7 @@ async function world(impl: OperatorConnector, refundLimitMs = Number.MAX_SAFE_IN
   const intent: PaymentIntentDoc = {
     _id: id, project, livemode: true, amount: 3000, currency: 'xof', description: null, status: 'succeeded', client_secret: `${id}_secret_x`,
     automatic_operator: false, allowed_operators: ['mtn_momo'], selected_operator: 'mtn_momo', metadata: [], created: 1, expires_at: 2, attempt: 2, rev: 4,
-    payment: { operator: 'mtn_momo', phone_number: null, phone_masked: '+225*******000', return_url: null, checkout_token: null }, created_event: '{}',
+    payment: { operator: 'mtn_momo', phone_number: null, phone_masked: '+225*******000', return_url: null, checkout_token: null },
   };
   await stack.mongo.collections.paymentIntents.insertOne(intent);
   const refundId = ids.next('refund');
