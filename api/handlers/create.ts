@@ -40,9 +40,9 @@ export interface CreateSpec<N extends RequestJobName, Input> {
   /**
    * The existing object this write changes, for the cap of writes in flight per
    * object (`OBJECT_WRITES_IN_FLIGHT`, DESIGN section 20): a mutation's path id by
-   * default; a refund's payment intent.
+   * default; a refund's payment intent; null for a write with a guard of its own.
    */
-  object?: (input: Input) => string;
+  object?: (input: Input) => string | null;
   /**
    * Throws an ApiError on bad input; runs only when there is nothing to replay.
    * `now` (unix seconds) is the request's one clock reading, also its `created`: a
@@ -82,7 +82,7 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
     if (overQuota !== null && !(await retriesQueuedJob(deps, spec, ticket))) throw overQuota;
     // At most OBJECT_WRITES_IN_FLIGHT writes of one object at once: more would only wait
     // for its lock. Before any read of MongoDB, so a refused one costs one Redis round trip.
-    const object = spec.object?.(input) ?? (spec.idKind ? null : (ctx.params?.id as string | undefined) ?? null);
+    const object = spec.object ? spec.object(input) : spec.idKind ? null : ((ctx.params?.id as string | undefined) ?? null);
     const slot = object && deps.objectWrites ? await deps.objectWrites.take(key, object) : null;
     if (slot === false) throw errors.lockTimeout();
     try {

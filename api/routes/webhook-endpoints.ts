@@ -132,6 +132,8 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
       await create(ctx, {
         jobName: JOBS.recoverWebhookEvents,
         validate: (body, encoding, now) => parseRecover(body, { encoding, now }),
+        // One recovery of an endpoint at a time is its own guard (409 webhook_recovery_in_progress).
+        object: () => null,
         precheck: async () => {
           await exists(ctx)();
           if (!(await recoveries.take(target(ctx), holder))) throw errors.recoveryInProgress();
@@ -158,6 +160,8 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
       await create(ctx, {
         jobName: JOBS.testWebhookEndpoint,
         validate: (body) => parseEmptyBody(body),
+        // Test calls change nothing of the endpoint and have their own cap (429 past it).
+        object: () => null,
         // The slot first: a storm of test calls past the cap costs a Redis call each, no read of MongoDB.
         precheck: async () => {
           if (!(await testSlots.take(key, holder))) {

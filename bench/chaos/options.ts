@@ -37,6 +37,8 @@ export interface ChaosOptions {
   storeRestartS: number | null;
   /** How long keys still unanswered and undelivered events are waited for after the load. */
   settleS: number;
+  /** Busy neighbours: processes that spin on a core for the whole run (`--cpu-hog N`), as a noisy machine. */
+  cpuHog: number;
   /** Client timeout of one request. */
   requestTimeoutMs: number;
   /** Recovery goal: throughput back to `recoveryShare` of the pre-fault rate within `recoveryS`. */
@@ -90,6 +92,8 @@ Redis over; then checks what came out and prints a report (JSON in --out).
                       start it again on the same data S seconds later (not with
                       --mongodb-url)
   --settle S          how long to wait for stragglers after the load (120)
+  --cpu-hog N         run beside N busy neighbours: processes spinning on a core for
+                      the whole run (0); the report gives the goodput next to the load
   --request-timeout MS  client timeout per request (15000)
   --no-endpoint       no webhook endpoint (creates only)
   --redis-url URL     use this Redis (no Redis faults then)
@@ -150,6 +154,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
       refunds: { type: 'string' },
       payments: { type: 'string' },
       'store-restart': { type: 'string' },
+      'cpu-hog': { type: 'string' },
       settle: { type: 'string' },
       'request-timeout': { type: 'string' },
       'no-endpoint': { type: 'boolean' },
@@ -193,6 +198,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     payments,
     paymentBudgetS: 120,
     storeRestartS: values['store-restart'] === undefined ? null : number('store-restart', values['store-restart'], 0, 0.1),
+    cpuHog: Math.floor(number('cpu-hog', values['cpu-hog'], 0, 0)),
     settleS: number('settle', values.settle, 120),
     requestTimeoutMs: number('request-timeout', values['request-timeout'], 15_000, 100),
     recoveryS: 10,

@@ -145,9 +145,20 @@ function paymentLines(p: NonNullable<ChaosReport['payments']>): string[] {
     `Payment recovery after each fault (s; longest stretch without a payment final): ` +
       p.recoveries.map((r) => `${r.kind}@${r.atS}=${r.recoveredAfterS ?? 'never'} (${r.stalledS})`).join(' '),
     `Payments final per second: ${p.finalPerSecond.join(' ')}`,
+    `Goodput: ${goodput(p.finalPerSecond)} payments final a second over the load, for ${p.baselinePerS.toFixed(1)} a second before the first fault`,
     `Confirm → final, median by the second of the confirm (s): ${p.medianBySecondS.map((m) => m ?? '-').join(' ')}`,
     ...(p.slowest?.length ? ['Slowest payments (s into the run: confirm sent, its attempts, its 200, the transitions recorded, seen final):', ...p.slowest.map(slowLine)] : []),
   ];
+}
+
+/** Payments final a second, from the first second one was final to the last. */
+function goodput(perSecond: number[]): string {
+  const first = perSecond.findIndex((n) => n > 0);
+  let last = perSecond.length - 1;
+  while (last > first && (perSecond[last] ?? 0) === 0) last--;
+  if (first < 0) return '0';
+  const span = perSecond.slice(first, last + 1);
+  return (span.reduce((sum, n) => sum + n, 0) / span.length).toFixed(1);
 }
 
 function slowLine(p: SlowPayment): string {
@@ -249,7 +260,7 @@ export function runLogRow(report: ChaosReport, sha: string, root: string): RunRo
     workers: s.workers,
     confirms_fraction: s.confirmFraction,
     seed: s.seed,
-    env: [...Object.entries(s.env ?? {}).map(([k, v]) => `${k}=${v}`), ...(s.nodeArgs?.length ? [`node-args=${s.nodeArgs.join(' ')}`] : [])].join(' '),
+    env: [...Object.entries(s.env ?? {}).map(([k, v]) => `${k}=${v}`), ...(s.nodeArgs?.length ? [`node-args=${s.nodeArgs.join(' ')}`] : []), ...(s.cpuHog ? [`cpu-hog=${s.cpuHog}`] : [])].join(' '),
     dist: path.resolve(s.dist) === path.join(root, 'dist') ? '' : s.dist,
     pass: report.pass,
     keys_200: `${k.answered200}/${k.keys}`,

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Queue } from 'bullmq';
@@ -117,6 +118,15 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   } else {
     progress('an existing Redis was given: no Redis restart, no rollback');
   }
+
+  // Busy neighbours (`--cpu-hog`): each spins on a core from before the load to the end.
+  for (let i = 0; i < options.cpuHog; i++) {
+    const hog = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+    cleanup.steps.push(async () => {
+      hog.kill('SIGKILL');
+    });
+  }
+  if (options.cpuHog > 0) progress(`${options.cpuHog} busy neighbour(s) spinning for the whole run`);
 
   const receiver = await VerifyingReceiver.start();
   cleanup.steps.push(() => receiver.close());
