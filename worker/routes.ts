@@ -79,18 +79,24 @@ export function intentsRoutes({ lifecycleDeps, refundDeps, checkDeps }: JobDeps)
   };
 }
 
-export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, pending, refundDeps, lifecycleDeps }: JobDeps): JobRoutes<'maintenance'> {
+export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, pending, refundDeps, lifecycleDeps, queriesUseIndexes }: JobDeps): JobRoutes<'maintenance'> {
+  // A sweeper's pass walks for its budget, never longer than its interval (worker/sweep-walk.ts).
+  const intentsBudgetMs = Math.min(config.sweepBudgetMs, config.intentsSweepIntervalMs);
   return {
     [JOBS.sweepIdempotency]: () => sweepIdempotency({ collections, redis: redis.commands, prefix }, now()),
     [JOBS.sweepIntents]: (job) => {
       const recentMs = job.data.recentMs;
       const recent: RecentEvents | undefined = recentMs === undefined ? undefined : { recentMs, record: (doc, evt) => recordedBefore(lifecycleDeps, doc, evt) };
-      return sweepIntents({ collections, intentsQueue }, now(), recent);
+      return sweepIntents({ collections, intentsQueue, redis: redis.commands, prefix, queriesUseIndexes }, now(), { budgetMs: intentsBudgetMs }, recent);
     },
-    [JOBS.sweepRefunds]: (job) => sweepRefunds({ ...refundDeps, intentsQueue }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs),
+    [JOBS.sweepRefunds]: (job) =>
+      sweepRefunds({ ...refundDeps, intentsQueue, redis: redis.commands, prefix, queriesUseIndexes }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs, { budgetMs: intentsBudgetMs }),
     [JOBS.probeOperators]: () => probeOperators({ connectors: lifecycleDeps.connectors, redis: redis.commands, prefix, config: config.liveOperators }),
     [JOBS.sweepEvents]: () =>
-      sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs }),
+      sweepEvents(
+        { collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix, queriesUseIndexes },
+        { nowMs: now(), ageMs: config.webhooks.sweepAgeMs, budgetMs: Math.min(config.sweepBudgetMs, config.webhooks.sweepIntervalMs) },
+      ),
   };
 }
 
