@@ -88,6 +88,12 @@ export interface Config {
   simulator: SimulatorConfig;
   /** How often the worker re-enqueues the delayed jobs of intents with a step ahead (in case Redis lost them). */
   intentsSweepIntervalMs: number;
+  /**
+   * The most time one pass of a sweeper (intents, refunds, events) spends walking its
+   * work; the next pass resumes where it stopped (worker/sweep-walk.ts). A pass is
+   * never given more than its sweeper's interval.
+   */
+  sweepBudgetMs: number;
   /** Declined or failed confirms one payment intent may have; the next confirm is refused (`payment_attempt_limit`). */
   confirmFailureLimit: number;
   /** Live operators' credentials (DESIGN section 12): a group is null unless every one of its variables is set. */
@@ -343,6 +349,7 @@ const schema = Joi.object({
   SIMULATOR_PROCESSING_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(2 * SECOND),
   SIMULATOR_SLOW_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(60 * SECOND),
   INTENTS_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(60 * SECOND),
+  SWEEP_BUDGET_MS: Joi.number().integer().min(100).max(MINUTE).default(5 * SECOND),
   SIMULATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1000).max(HOUR).default(2 * MINUTE),
   OPERATOR_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(15 * SECOND),
   OPERATOR_POLL_SCHEDULE_MS: msList.default(DEFAULT_OPERATOR_POLL_SCHEDULE_MS.join(',')),
@@ -474,6 +481,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       maxConnections: value.HTTP_MAX_CONNECTIONS,
     },
     intentsSweepIntervalMs: value.INTENTS_SWEEP_INTERVAL_MS,
+    sweepBudgetMs: value.SWEEP_BUDGET_MS,
     confirmFailureLimit: value.CONFIRM_FAILURE_LIMIT,
     liveOperators,
     retention: {

@@ -447,11 +447,11 @@ export interface QueueJobs {
   };
   maintenance: {
     [JOBS.sweepIdempotency]: { data: Record<string, never>; result: { freed: number } };
-    [JOBS.sweepEvents]: { data: Record<string, never>; result: { pending: number; requeued: number; released: number } };
+    [JOBS.sweepEvents]: { data: Record<string, never>; result: { pending: number; requeued: number; released: number; complete: boolean } };
     /** `recentMs`: also record the events of the transitions made that long before (a reconnect's sweeps, worker/schedules.ts). */
-    [JOBS.sweepIntents]: { data: { recentMs?: number }; result: { intents: number; recorded?: number } };
+    [JOBS.sweepIntents]: { data: { recentMs?: number }; result: { intents: number; complete: boolean; recorded?: number } };
     /** `graceMs`: how old a pending refund must be to be re-driven; absent, the sweep interval (worker/schedules.ts). */
-    [JOBS.sweepRefunds]: { data: { graceMs?: number }; result: { refunds: number; rebuilt: number } };
+    [JOBS.sweepRefunds]: { data: { graceMs?: number }; result: { refunds: number; rebuilt: number; visited: number; complete: boolean } };
     /** One pass of the retention sweeper (worker/processors/sweep-retention.ts); `done: false` when its time ran out first. */
     [JOBS.sweepRetention]: { data: Record<string, never>; result: RetentionPass };
     /** Live mode: one call to each account whose breaker is open (common/operator-breaker.ts). */

@@ -145,10 +145,15 @@ export async function ensureIndexes(c: Collections): Promise<void> {
   const specs = [
     index(c.paymentIntents, scoped, { name: 'scope_id' }),
     index(c.paymentIntents, { idem: 1 }, idem),
-    index(c.paymentIntents, { status: 1, expires_at: 1 }, { name: 'status_expires_at' }),
+    // The sweepers' walks (worker/sweep-walk.ts): an equality on mode, status (or what
+    // stands for it) and project, then the walk's order, so a page from a cursor is a
+    // range of one index and a class's projects are a distinct of its prefix.
+    // The intents' sweeper: intents with a step ahead, soonest expiry first.
+    index(c.paymentIntents, { livemode: 1, status: 1, project: 1, expires_at: 1, _id: 1 }, { name: 'sweep_expires_at' }),
     index(c.webhookEndpoints, scoped, { name: 'scope_id' }),
     index(c.webhookEndpoints, { idem: 1 }, idem),
-    index(c.outbox, { created_ms: 1 }, { name: 'age' }),
+    // The outbox sweeper: stale entries, oldest first.
+    index(c.outbox, { livemode: 1, project: 1, created_ms: 1, _id: 1 }, { name: 'sweep_created_ms' }),
     index(c.apiKeys, { hash: 1 }, { name: 'hash', unique: true }),
     index(c.apiKeys, { project: 1, _id: -1 }, { name: 'project_id' }),
     index(c.webhookAttempts, { endpoint_id: 1, _id: -1 }, { name: 'endpoint_id' }),
@@ -161,12 +166,13 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     // intent belongs to one scope; the scope is checked on the few it finds). The local
     // stack's store scans, as for every query but a lone `_id` (docs/storage.md).
     index(c.refunds, { payment_intent: 1, _id: -1 }, { name: 'payment_intent_id' }),
-    // The sweeper's pending refunds.
-    index(c.refunds, { status: 1, _id: 1 }, { name: 'status_id' }),
+    // The refunds' sweeper: pending refunds, oldest first.
+    index(c.refunds, { livemode: 1, status: 1, project: 1, created: 1, _id: 1 }, { name: 'sweep_created' }),
     // A reconnect's sweep: the intents a transition changed lately.
     index(c.paymentIntents, { changed_ms: 1 }, { name: 'changed_ms', sparse: true }),
-    // The sweeper's intents with a pending refund.
-    index(c.paymentIntents, { refunds_pending: 1 }, { name: 'refunds_pending', sparse: true }),
+    // The refunds' sweeper: intents with a pending refund (a range on the count; the
+    // few of a project sorted by `_id`).
+    index(c.paymentIntents, { refunds_pending: 1, livemode: 1, project: 1, _id: 1 }, { name: 'sweep_refunds_pending' }),
     // The retention sweeper's old documents of one mode (worker/processors/sweep-retention.ts):
     // live intents and refunds, never deleted, are not walked to find the test ones.
     ...[c.paymentIntents, c.refunds, c.events, c.webhookAttempts].map((collection) =>

@@ -41,12 +41,19 @@ export interface StoreProfile {
    * leaves every one of them (its job to be found stalled, its lock to lapse).
    */
   intentsConcurrency: number;
+  /**
+   * The server serves a filter from an index. When true, a sweeper's walk reads each
+   * project's page of its work as a range of an index (worker/sweep-walk.ts); when
+   * false (every filter but a lone `_id` scans the collection), a pass reads all of
+   * its candidates with one query instead of one scan per class and per page.
+   */
+  queriesUseIndexes: boolean;
 }
 
 export const STORE_PROFILES: Readonly<Record<StoreProfileName, StoreProfile>> = {
-  mongodb: { name: 'mongodb', atomicConditionalUpdates: true, writesInFlight: 32, transitionWritesInFlight: 16, transitionBatchMax: 64, updateStatementBoundMs: 0, intentsConcurrency: 64 },
+  mongodb: { name: 'mongodb', atomicConditionalUpdates: true, writesInFlight: 32, transitionWritesInFlight: 16, transitionBatchMax: 64, updateStatementBoundMs: 0, intentsConcurrency: 64, queriesUseIndexes: true },
   // One writer (SQLite): more writes in flight only queue inside the database.
-  ferretdb: { name: 'ferretdb', atomicConditionalUpdates: false, writesInFlight: 2, transitionWritesInFlight: 1, transitionBatchMax: 16, updateStatementBoundMs: 1000, intentsConcurrency: 16 },
+  ferretdb: { name: 'ferretdb', atomicConditionalUpdates: false, writesInFlight: 2, transitionWritesInFlight: 1, transitionBatchMax: 16, updateStatementBoundMs: 1000, intentsConcurrency: 16, queriesUseIndexes: false },
 };
 
 /** The profile of the server behind `db`: one `buildInfo`, whose `ferretdbVersion` names the local stack's server. */

@@ -179,6 +179,8 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     transitionWritesInFlight,
     transitionBatchMax,
     intentsConcurrency,
+    /** A sweeper's walk reads pages from indexes, or one snapshot per pass (worker/sweep-walk.ts). */
+    queriesUseIndexes: storeProfile.queriesUseIndexes,
     createDeps,
     pending,
     deliverDeps,

@@ -152,15 +152,18 @@ export function intentsRoutes({ lifecycleDeps, refundDeps, checkDeps }: JobDeps)
 /** How soon the retention sweep goes on after a pass that ran out of time: other maintenance jobs go first. */
 const RETENTION_FOLLOW_UP_MS = 1_000;
 
-export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, maintenanceQueue, pending, refundDeps, lifecycleDeps }: JobDeps): JobRoutes<'maintenance'> {
+export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, maintenanceQueue, pending, refundDeps, lifecycleDeps, queriesUseIndexes }: JobDeps): JobRoutes<'maintenance'> {
+  // A sweeper's pass walks for its budget, never longer than its interval (worker/sweep-walk.ts).
+  const intentsBudgetMs = Math.min(config.sweepBudgetMs, config.intentsSweepIntervalMs);
   return {
     [JOBS.sweepIdempotency]: () => sweepIdempotency({ collections, redis: redis.commands, prefix }, now()),
     [JOBS.sweepIntents]: (job) => {
       const recentMs = job.data.recentMs;
       const recent: RecentEvents | undefined = recentMs === undefined ? undefined : { recentMs, record: (doc, evt) => recordedBefore(lifecycleDeps, doc, evt) };
-      return sweepIntents({ collections, intentsQueue }, now(), recent);
+      return sweepIntents({ collections, intentsQueue, redis: redis.commands, prefix, queriesUseIndexes }, now(), { budgetMs: intentsBudgetMs }, recent);
     },
-    [JOBS.sweepRefunds]: (job) => sweepRefunds({ ...refundDeps, intentsQueue }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs),
+    [JOBS.sweepRefunds]: (job) =>
+      sweepRefunds({ ...refundDeps, intentsQueue, redis: redis.commands, prefix, queriesUseIndexes }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs, { budgetMs: intentsBudgetMs }),
     [JOBS.sweepRetention]: async () => {
       const pass = await sweepRetention({ collections, redis: redis.commands, prefix, retention: config.retention, now });
       if (!pass.done) {
@@ -171,7 +174,10 @@ export function maintenanceRoutes({ config, now, collections, redis, prefix, int
     },
     [JOBS.probeOperators]: () => probeOperators({ connectors: lifecycleDeps.connectors, redis: redis.commands, prefix, config: config.liveOperators }),
     [JOBS.sweepEvents]: () =>
-      sweepEvents({ collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix }, { nowMs: now(), ageMs: config.webhooks.sweepAgeMs }),
+      sweepEvents(
+        { collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix, queriesUseIndexes },
+        { nowMs: now(), ageMs: config.webhooks.sweepAgeMs, budgetMs: Math.min(config.sweepBudgetMs, config.webhooks.sweepIntervalMs) },
+      ),
   };
 }
 

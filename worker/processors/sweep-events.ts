@@ -13,20 +13,26 @@
  * - releases the entry once every delivery is finished (completed, or failed for
  *   good), which also covers a release lost with Redis or with a dying process.
  *
- * One read of the outbox per sweep; the outbox holds only pending events, so it
- * stays small, and the read stays cheap even on a store that scans (docs/storage.md).
+ * Every entry is reached (DESIGN section 20; ../sweep-walk.ts): entries whose
+ * deliveries stay pending for days (an endpoint failing, its retries hours apart)
+ * cannot keep others from the sweep. The sweep walks them all with a cursor, within
+ * a time budget per pass, resuming where the last pass stopped: live, then test;
+ * within a mode the projects take turns, each one's entries oldest first (by
+ * `created_ms`, `_id`; index `sweep_created_ms` on MongoDB). The outbox holds only
+ * pending events; on the local stack's store (docs/storage.md) a pass reads the stale
+ * entries with one query (one scan of the outbox, as the sweep always cost there) and
+ * walks them from memory.
  */
 import type { WebhookConfig } from '../../common/config.js';
-import type { WebhookEndpointDoc } from '../../common/documents.js';
+import type { OutboxDoc, WebhookEndpointDoc } from '../../common/documents.js';
 import { deliveryJobId } from '../../common/events.js';
 import { JOBS, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import type { Redis } from 'ioredis';
 import { firstAttemptMarks } from '../webhooks/first-attempt.js';
 import type { PendingEvents } from '../webhooks/pending-events.js';
+import { indexedSource, redisWalkStore, Snapshot, walkFair, type WalkClass, type WalkOptions } from '../sweep-walk.js';
 import { deliveryJobOptions, eventTargets } from './dispatch-event.js';
-
-const BATCH = 1000;
 const FINISHED = new Set(['completed', 'failed']);
 
 export interface SweepDeps {
@@ -37,19 +43,34 @@ export interface SweepDeps {
   /** Where the first attempts' marks are kept (../webhooks/first-attempt.ts). */
   redis: Redis;
   prefix: string;
+  /** Pages from an index, or one read per pass (common/store-profile.ts). */
+  queriesUseIndexes: boolean;
 }
 
 type EndpointTargets = Pick<WebhookEndpointDoc, '_id' | 'status' | 'enabled_events'>;
 
+/** The classes of the walk, in order (see above): the entries older than `ageMs`. */
+export function outboxClasses(
+  deps: Pick<SweepDeps, 'collections' | 'queriesUseIndexes'>,
+  options: { nowMs: number; ageMs: number },
+  visit: (entry: OutboxDoc) => Promise<void>,
+): WalkClass<OutboxDoc>[] {
+  const stale = { created_ms: { $lt: options.nowMs - options.ageMs } };
+  const modeOf = (entry: Pick<OutboxDoc, 'livemode'>) => (entry.livemode ? 'live' : 'test');
+  const keyOf = (entry: OutboxDoc) => [entry.created_ms, entry._id];
+  // Every stale entry, when the store scans anyway.
+  const snapshot = deps.queriesUseIndexes ? null : new Snapshot<OutboxDoc>(() => deps.collections.outbox.find(stale).toArray(), modeOf, keyOf, (entry) => entry.project);
+  return [true, false].map((livemode): WalkClass<OutboxDoc> => {
+    const name = modeOf({ livemode });
+    const source = snapshot?.source(name) ?? indexedSource<OutboxDoc>(deps.collections.outbox, { filter: { ...stale, livemode }, field: 'created_ms' }, {});
+    return { name, ...source, keyOf, visit };
+  });
+}
+
 export async function sweepEvents(
   deps: SweepDeps,
-  options: { nowMs: number; ageMs: number },
-): Promise<{ pending: number; requeued: number; released: number }> {
-  const stale = await deps.collections.outbox
-    .find({ created_ms: { $lt: options.nowMs - options.ageMs } })
-    .sort({ created_ms: 1 })
-    .limit(BATCH)
-    .toArray();
+  options: { nowMs: number; ageMs: number } & Pick<WalkOptions, 'budgetMs' | 'clock'>,
+): Promise<{ pending: number; requeued: number; released: number; complete: boolean }> {
   const endpointsByScope = new Map<string, Promise<EndpointTargets[]>>();
   const endpointsOf = (project: string, livemode: boolean) => {
     const scope = `${livemode ? 'live' : 'test'}:${project}`;
@@ -65,7 +86,7 @@ export async function sweepEvents(
 
   let requeued = 0;
   let released = 0;
-  for (const entry of stale) {
+  const visit = async (entry: OutboxDoc) => {
     const endpoints = await endpointsOf(entry.project, entry.livemode);
     const dispatched = await deps.pending.dispatched(entry._id);
     const targets = dispatched
@@ -91,7 +112,13 @@ export async function sweepEvents(
       deps.pending.release(entry._id);
       released++;
     }
+  };
+
+  const classes = outboxClasses(deps, options, visit);
+  try {
+    const walked = await walkFair(classes as WalkClass<unknown>[], redisWalkStore(deps.redis, deps.prefix, 'events'), options);
+    return { pending: walked.visited - released, requeued, released, complete: walked.complete };
+  } finally {
+    if (released > 0) await deps.pending.flush();
   }
-  if (released > 0) await deps.pending.flush();
-  return { pending: stale.length - released, requeued, released };
 }
