@@ -1,6 +1,8 @@
 // The README stays short and hands off to docs/: at most about 200 lines, every link
-// into docs/ (and every relative link inside docs/) names a file that exists, and
-// the five-minute walkthrough waits before it shows the events it promises.
+// into docs/ (and every relative link inside docs/ and the connectors' READMEs) names
+// a file that exists, and the five-minute walkthrough waits before it shows the events
+// it promises. The docs stay manuals: each docs/*.md at most 500 lines, faults.md and
+// performance.md at most about 200 (run figures live in bench/results/*.csv).
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,6 +11,10 @@ import test from 'ava';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const README_MAX_LINES = 200;
+const DOC_MAX_LINES = 500;
+/** The manuals of `npm run chaos` and `npm run bench`: their run figures belong in bench/results/*.csv. */
+const MANUAL_MAX_LINES = 220;
+const DOC_MAX_LINES_OF: Readonly<Record<string, number>> = { 'docs/faults.md': MANUAL_MAX_LINES, 'docs/performance.md': MANUAL_MAX_LINES };
 
 const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
 
@@ -23,6 +29,12 @@ function relativeFiles(targets: string[], from: string): string[] {
   return targets
     .filter((target) => !/^[a-z]+:/i.test(target) && !target.startsWith('#'))
     .map((target) => path.posix.normalize(path.posix.join(from, target.split('#')[0] as string)));
+}
+
+/** Lines as `wc -l` counts them: a final newline ends the last line, it does not start one. */
+function lineCount(text: string): number {
+  const lines = text.split('\n').length;
+  return text.endsWith('\n') ? lines - 1 : lines;
 }
 
 function markdownFiles(dir: string): string[] {
@@ -45,8 +57,21 @@ test('every docs/ link of the README names an existing file', (t) => {
   t.deepEqual(missing, []);
 });
 
-test('every relative link inside docs/ names an existing file', (t) => {
-  const missing = markdownFiles('docs').flatMap((doc) =>
+test(`every docs/*.md is at most ${DOC_MAX_LINES} lines, faults.md and performance.md at most ${MANUAL_MAX_LINES}`, (t) => {
+  const docs = fs.readdirSync(path.join(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`);
+  for (const doc of Object.keys(DOC_MAX_LINES_OF)) t.true(docs.includes(doc), `${doc} exists`);
+  const over = docs.flatMap((doc) => {
+    const lines = lineCount(read(doc));
+    const max = DOC_MAX_LINES_OF[doc] ?? DOC_MAX_LINES;
+    return lines > max ? [`${doc} has ${lines} lines, at most ${max}: keep rules and how-tos, move run figures to bench/results/ and lessons to docs/decisions/`] : [];
+  });
+  t.deepEqual(over, []);
+});
+
+test("every relative link inside docs/ and the connectors' READMEs names an existing file", (t) => {
+  const connectors = markdownFiles('worker/operators');
+  t.true(connectors.length >= 3, 'each connector has its README');
+  const missing = [...markdownFiles('docs'), ...connectors].flatMap((doc) =>
     relativeFiles(links(read(doc)), path.posix.dirname(doc))
       .filter((file) => !fs.existsSync(path.join(root, file)))
       .map((file) => `${doc} → ${file}`),
