@@ -46,7 +46,7 @@ options:
   --wait MINUTES      how long to wait for the payment, then for the refund (default 5)
   -h, --help          this text
 
-environment: the operator's variables (docs/operating.md, "Live operators"):
+environment: the operator's variables (docs/live-operators.md):
   mtn_momo  MTN_MOMO_BASE_URL MTN_MOMO_TARGET_ENVIRONMENT
             MTN_MOMO_{COLLECTION,DISBURSEMENT}_{SUBSCRIPTION_KEY,USER_ID,API_KEY}
   mpesa     MPESA_BASE_URL MPESA_CONSUMER_KEY MPESA_CONSUMER_SECRET MPESA_SHORTCODE
@@ -154,7 +154,7 @@ if (missing.length > 0) {
       (missing.includes('PUBLIC_BASE_URL')
         ? ' (operators send callbacks to it; or pass --no-callbacks to point it at the local api and rely on polling)'
         : '') +
-      '. See docs/operating.md, "Live operators".',
+      '. See docs/live-operators.md.',
   );
 }
 if (!noCallbacks && !/^https?:\/\//.test(process.env.PUBLIC_BASE_URL)) refuse('PUBLIC_BASE_URL must be an http(s) URL');

@@ -158,8 +158,8 @@ function notConfigured(operator: string, phone: string): ErrorDetail {
   const where = country ? `${country.name} (+${country.callingCode})` : 'this number\'s country';
   const group = operator === 'mtn_momo' ? 'MTN_MOMO_*' : operator === 'mpesa' ? 'MPESA_*' : operator === 'wave' ? 'WAVE_* (and WAVE_COUNTRY)' : null;
   const how = group
-    ? `set the ${group} variables for an account that serves it, or add one to OPERATOR_ACCOUNTS_FILE (docs/operating.md, "Live operators")`
-    : 'this service has no connector for it yet (docs/operating.md, "Live operators")';
+    ? `set the ${group} variables for an account that serves it, or add one to OPERATOR_ACCOUNTS_FILE (docs/live-operators.md)`
+    : 'this service has no connector for it yet (docs/live-operators.md)';
   return {
     code: 'operator_not_configured',
     message: `No live ${operator} account serves ${where}: ${how}.`,
