@@ -2,7 +2,7 @@
  * Live operators' callbacks (DESIGN.md section 12; docs/payments.md, "Live
  * operators"). No API key: the operators call them. A callback carries no
  * authority: it only says "look again". A route records what a genuine M-Pesa
- * callback proves (common/operator-callbacks.ts) and enqueues a check of the attempt
+ * callback proves (worker/operators/<operator>/callbacks.ts) and enqueues a check of the attempt
  * it names (`payment_intent.operator_check.v1`, n `cb`, one job id per attempt, so
  * repeats that arrive together are one check); the worker asks the operator and
  * applies only that answer (worker/processors/operator-check.ts).

@@ -2,7 +2,7 @@
  * Wave Checkout API: a checkout session per attempt, the payer redirected to its
  * `wave_launch_url`, the session GET for the outcome, and the session's refund.
  * Wave's signed webhooks are checked by `verifyWaveSignature`
- * (common/operator-callbacks.ts), which the api's webhook route uses.
+ * (./callbacks.ts), which the api's webhook route uses.
  *
  * Sources followed:
  * - Wave's Checkout API reference (docs.wave.com/checkout): `POST
