@@ -127,3 +127,9 @@ test('test data must outlive its idempotency keys, or a retried keyed create cou
   t.regex(err?.message ?? '', /"TEST_DATA_RETENTION_DAYS" \(1\) must keep test objects at least as long as their idempotency keys live/);
   t.is(loadConfig({ ...minimal, TEST_DATA_RETENTION_DAYS: '1', IDEMPOTENCY_TTL_MS: String(24 * 3600_000) }).retention.testDataMs, 24 * 3600_000);
 });
+
+test('ADMIN_TOKEN needs 32 characters or more (DESIGN section 20)', (t) => {
+  const err = t.throws(() => loadConfig({ ...minimal, ADMIN_TOKEN: 'x'.repeat(31) }));
+  t.regex(err?.message ?? '', /ADMIN_TOKEN/);
+  t.is(loadConfig({ ...minimal, ADMIN_TOKEN: 'x'.repeat(32) }).adminToken, 'x'.repeat(32));
+});

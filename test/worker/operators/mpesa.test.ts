@@ -248,6 +248,9 @@ test.serial('a refund is a reversal of the receipt; its Result arrives at the Re
   t.deepEqual(await mpesa.refundOutcome(refund, conversation), { kind: 'pending', operatorReference: conversation });
   t.is(await recordReversalResult(db, KEY, { refund: refund.refundId, t: 'forged' }, { Result: { ResultCode: 0 } }), null, 'a forged result');
   t.is(await recordReversalResult(db, KEY, { refund: refund.refundId, t: mpesaCallbackToken(KEY, refund.refundId) }, { requestId: 'x' }), null, 'a queue time-out notice is not a result');
+  const otherConversation = { Result: { ResultCode: 0, OriginatorConversationID: 'AG_20260101_someone_else', TransactionID: 'QK00000000' } };
+  t.is(await recordReversalResult(db, KEY, { refund: refund.refundId, t: mpesaCallbackToken(KEY, refund.refundId) }, otherConversation), null, "a Result of another conversation is not this reversal's");
+  t.deepEqual(await mpesa.refundOutcome(refund, conversation), { kind: 'pending', operatorReference: conversation }, 'nothing was recorded');
   await fake.deliverReversal(conversation);
   t.like(await mpesa.refundOutcome(refund, conversation), { kind: 'succeeded' });
 
