@@ -125,7 +125,8 @@ test.serial('the intent lock of a SIGKILLed worker is taken over within its ttl 
   t.truthy(await redis.get(key), 'a live holder keeps its lock past its ttl');
   holder.kill();
   const killedMs = Date.now();
-  await withRecordLock(redis, key, async () => undefined, INTENT_LOCK);
+  // Waited for as long as a record's ttl (a job's own wait, RECORD_LOCK_WAIT_MS, is shorter than the takeover).
+  await withRecordLock(redis, key, async () => undefined, { ...INTENT_LOCK, waitMs: RECORD_LOCK.ttlMs });
   const waitedMs = Date.now() - killedMs;
   t.log(`taken over ${waitedMs} ms after the holder's death`);
   t.true(waitedMs < RECORD_LOCK.ttlMs, `taken over only after ${waitedMs} ms`);
