@@ -181,6 +181,13 @@ test('a redelivery that reaches the endpoint ends the event\'s first chain: its 
   const resent = await manage(service, key, 'POST', endpoint.id, 'resend', { body: { event: resentOne.eventId } });
   t.is(resent.status, 200, resent.text);
   await until('the resend to arrive', () => (accepted.includes(resentOne.eventId) ? true : undefined));
+  // The worker notes the redelivery once the endpoint's 200 is back: waited on, not raced.
+  const redis = service.redis();
+  try {
+    await until('the redelivery noted', async () => ((await redis.exists(`${service.prefix}:redelivered:${resentOne.eventId}:${endpoint.id}`)) === 1 ? true : undefined));
+  } finally {
+    redis.disconnect();
+  }
 
   // Both first chains retry now: the resent event's is over, the other delivers.
   const queue = webhooksQueue(t, service);
