@@ -54,6 +54,36 @@ const apiLayers = [
   { files: ['api/context.ts', 'api/respond.ts', 'api/result-waiter.ts', 'api/admission.ts'], patterns: ['routes', 'handlers', 'queries', 'middleware', 'idempotency'].map(child) },
 ];
 
+/**
+ * Inside worker/ the arrows run one way too, top to bottom: main.ts → the composition
+ * (deps.ts, routes.ts, schedules.ts, metrics.ts) → processors/ → refunds/ → lifecycle/
+ * → balance/ → webhooks/ and operators/ (which never import each other) → the worker's own
+ * infrastructure at its root (record-lock.ts, write-gate.ts, group-commit.ts,
+ * fenced-updates.ts, event-identity.ts, idempotency-records.ts, sweep-walk.ts) →
+ * common/. Each block forbids the rooms above it; test/worker/layers.test.ts holds
+ * the order and that no file of worker/ imports itself round a circle.
+ */
+const COMPOSITION = ['main', 'deps', 'routes', 'schedules', 'metrics'];
+const WORKER_ROOMS = ['processors', 'reconcile', 'payouts', 'refunds', 'lifecycle', 'balance', 'webhooks', 'operators'];
+const upToRoom = (room) => ({ regex: `^(\\.\\./)+${room}/`, message: `this layer of worker/ must not import from worker/${room}/ (a layer above it)` });
+const upToComposition = { regex: `^(\\.\\./)+(${COMPOSITION.join('|')})\\.js$`, message: 'only main.ts and the composition import the composition of worker/' };
+const rootUp = [
+  ...WORKER_ROOMS.map((room) => ({ regex: `^\\./${room}/`, message: `worker's infrastructure must not import from worker/${room}/ (a layer above it)` })),
+  { regex: `^\\./(${COMPOSITION.join('|')})\\.js$`, message: "worker's infrastructure must not import the composition of worker/" },
+];
+const workerLayers = [
+  // reconcile/ and payouts/ are jobs beside processors/, and use its mutation and lifecycle steps.
+  { files: ['worker/processors/**/*.ts'], above: ['payouts'] },
+  { files: ['worker/reconcile/**/*.ts'], above: ['payouts'] },
+  { files: ['worker/payouts/**/*.ts'], above: ['reconcile'] },
+  { files: ['worker/refunds/**/*.ts'], above: ['processors', 'reconcile', 'payouts'] },
+  { files: ['worker/lifecycle/**/*.ts'], above: ['processors', 'reconcile', 'payouts', 'refunds'] },
+  // balance/: the ledger, below every room that moves money.
+  { files: ['worker/balance/**/*.ts'], above: ['processors', 'reconcile', 'payouts', 'refunds', 'lifecycle'] },
+  { files: ['worker/webhooks/**/*.ts'], above: ['processors', 'reconcile', 'payouts', 'refunds', 'lifecycle', 'balance', 'operators'] },
+  { files: ['worker/operators/**/*.ts'], above: ['processors', 'reconcile', 'payouts', 'refunds', 'lifecycle', 'balance', 'webhooks'] },
+].map(({ files, above }) => ({ files, patterns: [up('api'), upToComposition, ...above.map(upToRoom)] }));
+
 const unusedVars = {
   args: 'after-used',
   argsIgnorePattern: '^_',
@@ -74,6 +104,9 @@ export default defineConfig([
   },
   { files: ['common/**/*.ts'], rules: boundaries([up('api'), up('worker')]) },
   { files: ['worker/**/*.ts'], rules: boundaries([up('api')]) },
+  ...workerLayers.map(({ files, patterns }) => ({ files, rules: boundaries(patterns) })),
+  // The infrastructure at worker/'s root: every .ts there but main.ts and the composition.
+  { files: ['worker/*.ts'], ignores: COMPOSITION.map((name) => `worker/${name}.ts`), rules: boundaries([up('api'), ...rootUp]) },
   { files: ['api/**/*.ts'], rules: boundaries([upToWorker]) },
   ...apiLayers.map(({ files, patterns }) => ({ files, rules: boundaries([up('worker'), ...patterns]) })),
   { files: ['worker/operators/*/callbacks.ts'], rules: boundaries([up('api'), callbacksOnlyCommon]) },

@@ -1,6 +1,6 @@
 /**
  * Admission control for creates: a create whose job would wait in the queue longer
- * than its client waits for it (`CREATE_TIMEOUT_MS`) is refused at once, with 503
+ * than its client waits for it (`WRITE_TIMEOUT_MS`) is refused at once, with 503
  * `service_unavailable` and `Retry-After`, instead of being accepted, timed out and
  * retried on top of the backlog. Under a fault that slows the workers, this keeps
  * the queue short and the retries spread out, so the service recovers as soon as

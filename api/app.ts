@@ -2,7 +2,7 @@ import Koa, { type Middleware } from 'koa';
 import Router from '@koa/router';
 import { errors } from '../common/errors.js';
 import { matchedRoute, type AppDeps, type State } from './context.js';
-import { createHandler } from './handlers/create.js';
+import { writeHandler } from './handlers/write.js';
 import { replayAtTheDoor, type Listener } from './handlers/replay-from-memory.js';
 import { IdempotencyStore } from './idempotency/store.js';
 import { authenticate } from './middleware/auth.js';
@@ -12,15 +12,21 @@ import { makeGuards } from './middleware/guards.js';
 import { anonymousLimit, rateLimit } from './middleware/rate-limit.js';
 import { securityHeaders } from './middleware/security-headers.js';
 import { adminKeysRouter } from './routes/admin-keys.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
 import { checkoutRouter } from './routes/checkout.js';
+import { portalRouter } from './portal/router.js';
 import { eventRoutes } from './routes/events.js';
+import { balanceRoutes } from './routes/balance.js';
+import { adminAdjustmentsRouter } from './routes/admin-adjustments.js';
 import { operatorRoutes } from './routes/operators.js';
 import { operatorCallbacksRouter } from './routes/operator-callbacks.js';
 import { faviconRouter } from './routes/favicon.js';
 import { opsRouter } from './routes/ops.js';
 import { paymentIntentRoutes } from './routes/payment-intents.js';
+import { payoutRoutes } from './routes/payouts.js';
 import { referenceRouter } from './routes/reference.js';
 import { refundRoutes } from './routes/refunds.js';
+import { operatorDiscrepancyRoutes } from './routes/operator-discrepancies.js';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 /**
@@ -65,7 +71,7 @@ export function createApi(deps: AppDeps, parts: { idempotency?: IdempotencyStore
     (message) => idempotency.hear(message),
     (message) => idempotency.keepsHeard(message),
   );
-  const create = createHandler(deps, idempotency);
+  const create = writeHandler(deps, idempotency);
   // One router for the public API, first: most requests are its, and each router
   // costs a match per request. Paths match exactly, as on Stripe: `/v1/Payment_Intents`
   // and `/v1/payment_intents/` are unknown routes.
@@ -75,12 +81,18 @@ export function createApi(deps: AppDeps, parts: { idempotency?: IdempotencyStore
   eventRoutes(v1, deps, guards);
   operatorRoutes(v1, deps, guards);
   refundRoutes(v1, deps, guards, create);
+  apiKeyRoutes(v1, deps, guards);
+  payoutRoutes(v1, deps, guards, create);
+  operatorDiscrepancyRoutes(v1, deps, guards);
+  balanceRoutes(v1, deps, guards);
   const routers: Array<Router<State>> = [
     v1,
     opsRouter(deps),
     referenceRouter(deps),
     adminKeysRouter(deps),
+    adminAdjustmentsRouter(deps),
     checkoutRouter(deps),
+    portalRouter(deps),
     operatorCallbacksRouter(deps),
     faviconRouter(),
     ...((deps.extraRouters ?? []) as Array<Router<State>>),

@@ -9,7 +9,11 @@
  *   npm run --silent cli -- service-keys list [--json]
  *   npm run --silent cli -- service-keys rotate USE [--json]
  *   npm run --silent cli -- service-keys retire USE VERSION [--force] [--json]
+ *   npm run --silent cli -- statement --project acme [--live] --currency xof --from 2026-03-01 --to 2026-03-31 [--out FILE]
  */
+import { createWriteStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { issueKey, listKeys, PROJECT_PATTERN, revokeKey } from '../common/api-keys.js';
 import type { Collection } from 'mongodb';
@@ -17,44 +21,75 @@ import { loadConfig, type Config } from '../common/config.js';
 import type { ServiceKeyDoc } from '../common/documents.js';
 import { connectMongo } from '../common/mongo.js';
 import { presentApiKey } from '../common/presenters.js';
-import { createRedis, waitReady } from '../common/redis.js';
+import { createRedis, redisTarget, waitReady } from '../common/redis.js';
 import { IdGenerator } from '../common/ids.js';
 import { FINGERPRINT_KEY_ID } from '../common/idempotency.js';
 import { INPUT_KEY_ID } from '../common/input-seal.js';
 import { ANSWER_KEY_ID } from '../common/jobs.js';
 import { listServiceKeys, retireServiceKey, rotateServiceKey } from '../common/service-keys.js';
 import { CALLBACK_KEY_ID } from '../worker/operators/mpesa/callbacks.js';
+import { statementChunks } from './queries/statements.js';
+import { parseStatementQuery, type StatementQuery } from './schemas/balance.js';
 
 /** What each service key is for (common/service-keys.ts). */
 const SERVICE_KEY_USES = [INPUT_KEY_ID, ANSWER_KEY_ID, FINGERPRINT_KEY_ID, CALLBACK_KEY_ID];
 
-const USAGE = `usage:
-  cli keys create --project NAME [--live] [--json]
-  cli keys list [--project NAME] [--json]
-  cli keys revoke KEY_ID [--json]
-  cli service-keys list [--json]
-  cli service-keys rotate USE [--json]
-  cli service-keys retire USE VERSION [--force] [--json]
-USE: ${SERVICE_KEY_USES.join(', ')}`;
+const USAGE = `usage: npm run --silent cli -- COMMAND
+  keys create --project NAME [--live] [--json]    issue a secret key (sk_test_…, or sk_live_… with --live);
+                                                  a project exists once it has its first key
+  keys list [--project NAME] [--json]             list keys (never their secrets)
+  keys revoke KEY_ID [--json]                     revoke a key at once
+  service-keys list [--json]                      the service's own keys, by use and version
+  service-keys rotate USE [--json]                add a version of a service key
+  service-keys retire USE VERSION [--force] [--json]
+                                                  delete an old version once nothing made with it is in use
+  statement --project NAME [--live] --currency CODE --from YYYY-MM-DD --to YYYY-MM-DD [--out FILE]
+                                                  a balance statement as CSV (the same bytes as GET /v1/statements)
+  help, --help, -h                                this text
+USE: ${SERVICE_KEY_USES.join(', ')}
+It reaches the servers of the \`npm start\` running in this checkout, or MONGODB_URL (and REDIS_URL) when exported.`;
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n${USAGE}\n`);
   process.exit(2);
 }
 
+/** `help`, `--help` or `-h` anywhere before a `--`: the usage, on stdout, and nothing else. */
+function asksForHelp(args: readonly string[]): boolean {
+  const options = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+  return options[0] === 'help' || options.includes('--help') || options.includes('-h');
+}
+
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: process.argv.slice(2),
-    options: {
-      project: { type: 'string' },
-      live: { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-      force: { type: 'boolean', default: false },
-    },
-    allowPositionals: true,
-  });
+  const args = process.argv.slice(2);
+  if (asksForHelp(args)) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: {
+        project: { type: 'string' },
+        live: { type: 'boolean', default: false },
+        json: { type: 'boolean', default: false },
+        force: { type: 'boolean', default: false },
+        currency: { type: 'string' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        out: { type: 'string' },
+      },
+      allowPositionals: true,
+    });
+  } catch (err) {
+    // Unknown option, or a value missing: node's message, then the usage.
+    fail((err as Error).message);
+  }
+  const { values, positionals } = parsed;
   const [group, command, arg] = positionals;
-  if ((group !== 'keys' && group !== 'service-keys') || !command) fail('unknown command');
+  if (group === 'statement') return statement(values);
+  if ((group !== 'keys' && group !== 'service-keys') || !command) fail(group === undefined ? 'a command is required' : `unknown command: ${positionals.join(' ')}`);
   const config = loadConfig(process.env, { needRedis: false });
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-cli');
   if (group === 'service-keys') {
@@ -81,7 +116,7 @@ async function main(): Promise<void> {
       );
     } else if (command === 'revoke') {
       const id = arg ?? fail('the key id is required');
-      const redis = process.env.REDIS_URL ? createRedis(config.redisUrl, 'failFast', 'cli') : null;
+      const redis = process.env.REDIS_URL || config.redisClusterNodes ? createRedis(redisTarget(config), 'failFast', 'cli') : null;
       if (redis) await waitReady(redis, 3000).catch(() => undefined);
       const revoked = await revokeKey(keyStore, redis?.status === 'ready' ? redis : null, config.queuePrefix, id);
       redis?.disconnect();
@@ -97,6 +132,30 @@ async function main(): Promise<void> {
     } else {
       fail(`unknown command: keys ${command}`);
     }
+  } finally {
+    await mongo.client.close();
+  }
+}
+
+/**
+ * A statement, the same bytes as `GET /v1/statements` (api/queries/statements.ts),
+ * to `--out` or to the standard output.
+ */
+async function statement(values: { project?: string; live: boolean; currency?: string; from?: string; to?: string; out?: string }): Promise<void> {
+  if (!values.project || !PROJECT_PATTERN.test(values.project)) fail('statement needs --project NAME');
+  const params = new URLSearchParams();
+  for (const name of ['currency', 'from', 'to'] as const) if (values[name] !== undefined) params.set(name, values[name]);
+  let range: StatementQuery;
+  try {
+    range = parseStatementQuery(params);
+  } catch (err) {
+    fail(`statement: ${(err as Error).message}`);
+  }
+  const config = loadConfig(process.env, { needRedis: false });
+  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-cli');
+  try {
+    const lines = Readable.from(statementChunks(mongo.collections, { project: values.project, livemode: values.live }, range));
+    await pipeline(lines, values.out ? createWriteStream(values.out) : process.stdout);
   } finally {
     await mongo.client.close();
   }

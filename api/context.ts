@@ -50,6 +50,11 @@ export interface AppDeps {
   pingMongo?: () => Promise<unknown>;
   /** Live mode: how each operator's recent calls went (`degraded`); default: no calls recorded. */
   operatorHealth?: OperatorHealth;
+  /**
+   * This process's own base URL once it listens (`http://127.0.0.1:PORT`): the
+   * merchant portal calls `/v1` there (api/portal/v1-client.ts). Null before.
+   */
+  selfUrl?: () => string | null;
   /** Called once per request with its outcome (metrics). */
   onRequest?: (info: { method: string; route: string; status: number; durationMs: number }) => void;
 }

@@ -20,7 +20,8 @@ import { createLogger, logQueueErrors } from '../common/logger.js';
 import { connect, ensureIndexes, openMongo, untilDone } from '../common/mongo.js';
 import { closeRedis, runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { createRegistry, httpMetrics, jobTallyKey, mongoCommandMetrics, queueDepthMetric, sharedJobMetrics } from '../common/metrics.js';
-import { createRedis } from '../common/redis.js';
+import { createRedis, onClusterChange, redisTarget } from '../common/redis.js';
+import { queueLayout, shardsOf } from '../common/queue-shards.js';
 import { CreateAdmission } from './admission.js';
 import { createApi } from './app.js';
 import { answerClientErrors, MAX_HEADER_BYTES } from './client-errors.js';
@@ -28,6 +29,13 @@ import type { AppDeps } from './context.js';
 import { dashboardRouter } from './routes/dashboard.js';
 import { metricsRouter } from './routes/metrics.js';
 import { ResultWaiter } from './result-waiter.js';
+
+/** An address of this machine that reaches a server listening on `host`. */
+function loopbackFor(host: string): string {
+  if (host === '' || host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -37,11 +45,12 @@ async function main(): Promise<void> {
   // request pool its ping would wait behind every slow query and time out the probe
   // of a process that is working.
   const health = openMongo(config.mongodbUrl, config.mongodbDb, 'payments-api-health', 1);
-  const redis = createRedis(config.redisUrl, 'failFast', 'api');
-  const subscriber = createRedis(config.redisUrl, 'patient', 'api-subscriber');
-  const queueConnection = createRedis(config.redisUrl, 'failFast', 'api-queues');
-  const queues = openQueues({ connection: queueConnection, prefix: config.queuePrefix });
-  const queueList = Object.values(queues);
+  const redis = createRedis(redisTarget(config), 'failFast', 'api');
+  const subscriber = createRedis(redisTarget(config), 'patient', 'api-subscriber');
+  const queueConnection = createRedis(redisTarget(config), 'failFast', 'api-queues');
+  const queues = openQueues({ connection: queueConnection, prefix: config.queuePrefix }, queueLayout(config));
+  // Every BullMQ queue, each shard of a sharded one (common/queue-shards.ts): the dashboard and the depth metric show them.
+  const queueList = Object.values(queues).flatMap(shardsOf);
   logQueueErrors(queueList, logger);
   const now = Date.now;
   const keys = new ApiKeyCache(mongo.collections, config.apiKeyCacheMs, now, config.apiKeyNegativeCacheMs);
@@ -54,6 +63,12 @@ async function main(): Promise<void> {
   });
   // While unsubscribed, revocations may be missed: forget every cached key.
   subscriber.on('ready', () => keys.clear());
+  // On a cluster the subscription moves to another node when its node is lost: the
+  // same as a reconnect (results published meanwhile are asked for again).
+  onClusterChange(subscriber, () => {
+    keys.clear();
+    void results.recheckAll();
+  });
   let started = false;
   const admission = new CreateAdmission(queues.writes, { limitMs: config.createAdmissionWaitMs, now });
 
@@ -63,6 +78,8 @@ async function main(): Promise<void> {
   sharedJobMetrics(registry, redis, jobTallyKey(config.queuePrefix));
   mongoCommandMetrics(registry, mongo.client);
   const adminFailures = new AdminFailures(redis, config.queuePrefix, logger, registry);
+  // Where the portal reaches this process's `/v1` (api/portal/v1-client.ts): set once it listens.
+  let selfUrl: string | null = null;
   const deps: AppDeps = {
     config, redis, queues, results, mongo, keys, logger, ids: new IdGenerator(now), now,
     started: () => started, admission,
@@ -76,6 +93,7 @@ async function main(): Promise<void> {
     },
     extraRouters: [metricsRouter(registry), dashboardRouter(config.adminToken, queueList, config.publicBaseUrl, adminFailures)],
     onRequest: (info) => http.observe(info),
+    selfUrl: () => selfUrl,
     operatorHealth: redisOperatorHealth(redis, config.queuePrefix, now),
   };
   const listener = createApi(deps);
@@ -114,6 +132,7 @@ async function main(): Promise<void> {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   logger.info({ url: `http://${config.host}:${port}` }, 'api listening');
+  selfUrl = `http://${loopbackFor(config.host)}:${port}`;
 
   stopOnSignals(async (signal) => {
     shuttingDown = true;
@@ -121,7 +140,7 @@ async function main(): Promise<void> {
     logger.info({ signal, in_flight: answering.size }, 'api stopping: finishing in-flight requests');
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    const grace = setTimeout(() => server.closeAllConnections(), config.createTimeoutMs + 5000);
+    const grace = setTimeout(() => server.closeAllConnections(), config.writeTimeoutMs + 5000);
     await closed;
     clearTimeout(grace);
     admission.stop();

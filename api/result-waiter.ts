@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import { resultsChannel, type CreateResultMessage } from '../common/jobs.js';
+import { resultsChannel, type WriteResultMessage } from '../common/jobs.js';
 
 export interface Waiting {
   /** Resolves with the result, or null when `timeoutMs` passed first. */
-  result(timeoutMs: number): Promise<CreateResultMessage | null>;
+  result(timeoutMs: number): Promise<WriteResultMessage | null>;
   cancel(): void;
 }
 
@@ -21,17 +21,17 @@ export interface Waiting {
  * timeout, and its client retried only then.
  */
 /** Looks again for a result that may have been missed; null when there is none yet. */
-export type Recheck = () => Promise<CreateResultMessage | null>;
+export type Recheck = () => Promise<WriteResultMessage | null>;
 
 interface Listener {
-  resolve: (message: CreateResultMessage) => void;
+  resolve: (message: WriteResultMessage) => void;
   recheck?: Recheck;
 }
 
 /** Told every result published; `wants` says, before a sealed body is opened, whether it would use it. */
 interface Hearer {
-  hear: (message: CreateResultMessage) => void;
-  wants: (message: Omit<CreateResultMessage, 'body'>) => boolean;
+  hear: (message: WriteResultMessage) => void;
+  wants: (message: Omit<WriteResultMessage, 'body'>) => boolean;
 }
 
 /** A recheck that fails (Redis not quite back) is tried again this many times, this far apart. */
@@ -58,9 +58,9 @@ export class ResultWaiter {
     this.channel = resultsChannel(prefix);
     subscriber.on('message', (channel: string, raw: string) => {
       if (channel !== this.channel) return;
-      let message: CreateResultMessage;
+      let message: WriteResultMessage;
       try {
-        message = JSON.parse(raw) as CreateResultMessage;
+        message = JSON.parse(raw) as WriteResultMessage;
       } catch {
         return;
       }
@@ -75,7 +75,7 @@ export class ResultWaiter {
     subscriber.on('ready', () => void this.recheckAll());
   }
 
-  private deliver(message: CreateResultMessage): void {
+  private deliver(message: WriteResultMessage): void {
     for (const { hear } of this.hearers) hear(message);
     const set = this.waiters.get(message.jobId);
     if (!set) return;
@@ -106,7 +106,7 @@ export class ResultWaiter {
    * Is told every result published, whoever waits for it (the replay memory,
    * idempotency/store.ts); of the sealed ones, those `wants` asks for (by default all).
    */
-  onEvery(hear: (message: CreateResultMessage) => void, wants: (message: Omit<CreateResultMessage, 'body'>) => boolean = () => true): void {
+  onEvery(hear: (message: WriteResultMessage) => void, wants: (message: Omit<WriteResultMessage, 'body'>) => boolean = () => true): void {
     this.hearers.push({ hear, wants });
   }
 
@@ -119,11 +119,11 @@ export class ResultWaiter {
    * `recheck` is run each time the subscription comes back (see above).
    */
   register(jobId: string, recheck?: Recheck): Waiting {
-    let resolveFn: ((m: CreateResultMessage | null) => void) | undefined;
-    const arrived = new Promise<CreateResultMessage | null>((resolve) => {
+    let resolveFn: ((m: WriteResultMessage | null) => void) | undefined;
+    const arrived = new Promise<WriteResultMessage | null>((resolve) => {
       resolveFn = resolve;
     });
-    const listener: Listener = { resolve: (m: CreateResultMessage) => resolveFn?.(m), ...(recheck ? { recheck } : {}) };
+    const listener: Listener = { resolve: (m: WriteResultMessage) => resolveFn?.(m), ...(recheck ? { recheck } : {}) };
     let set = this.waiters.get(jobId);
     if (!set) {
       set = new Set();

@@ -6,12 +6,9 @@
  * left by a dead api process expires with its lease (the api's whole wait).
  */
 import type { Redis } from 'ioredis';
+import { TokenLock } from '../common/redis-lock.js';
 
-/** KEYS[1] the lock; ARGV[1] its holder. Deletes it only if it is still this holder's. */
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
+/** The recovery locks of endpoints: the service's one Redis lock (common/redis-lock.ts), taken in one try. */
 export class WebhookRecoveryLocks {
   constructor(
     private readonly redis: Redis,
@@ -22,12 +19,9 @@ export class WebhookRecoveryLocks {
     return `${this.options.prefix}:webhook-recovery:${endpointId}`;
   }
 
-  /** True when taken for `holder` (the request's id); false while another recovery holds it. */
-  async take(endpointId: string, holder: string): Promise<boolean> {
-    return (await this.redis.set(this.keyOf(endpointId), holder, 'PX', this.options.leaseMs, 'NX')) === 'OK';
-  }
-
-  async release(endpointId: string, holder: string): Promise<void> {
-    await this.redis.eval(RELEASE, 1, this.keyOf(endpointId), holder);
+  /** The lock, taken for `holder` (the request's id); null while another recovery holds it. Freed with its `release`. */
+  async take(endpointId: string, holder: string): Promise<TokenLock | null> {
+    const lock = new TokenLock(this.redis, this.keyOf(endpointId), { ttlMs: this.options.leaseMs, waitMs: 0, heartbeat: false, value: () => holder });
+    return (await lock.tryAcquire()).taken ? lock : null;
   }
 }

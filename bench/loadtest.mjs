@@ -68,7 +68,7 @@ const result = await autocannon({
   url: `${apiUrl}/v1/payment_intents`,
   connections,
   duration,
-  // A create may wait up to CREATE_TIMEOUT_MS (10 s by default) for its job.
+  // A create may wait up to WRITE_TIMEOUT_MS (10 s by default) for its job.
   timeout: 30,
   requests: [
     {

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { round, type Measurement } from './measure.js';
 import { appendRunRow, gitSha, type RunRow } from './results-log.js';
-import { BASELINES, RESULTS_FILE, ROOT, RUNS_LOG, SCENARIO_IDS, settings, type ScenarioId } from './settings.js';
+import { BASELINES, REDIS_RUNS_LOG, RESULTS_FILE, ROOT, RUNS_LOG, SCENARIO_IDS, settings, type ScenarioId } from './settings.js';
 
 /** The median RSS (MiB) of the api and the worker through each of the two S2 runs. */
 export type RssReadings = Record<'api' | 'worker' | 'api_second_run' | 'worker_second_run', number | null>;
@@ -176,6 +176,9 @@ export const RUN_LOG_COLUMNS = [
   'goals_met', 'goals_not_met',
 ] as const;
 
+/** The columns of bench/results/redis-cluster-runs.csv: the run log's, with which Redis and how many queue shards. */
+export const REDIS_RUN_LOG_COLUMNS = [...RUN_LOG_COLUMNS.slice(0, 4), 'redis', 'queue_shards', ...RUN_LOG_COLUMNS.slice(4)] as const;
+
 function runLogRow(list: ScenarioRow[], goalList: Goal[], when: string, loadAtStart: number): RunRow {
   const row: RunRow = {
     when,
@@ -215,8 +218,17 @@ export function writeReport(groups: GroupResult[], when: string, loadAtStart: nu
   let logged = 'smoke run: no row in the run log';
   if (!settings.smoke) {
     try {
-      appendRunRow(RUNS_LOG, RUN_LOG_COLUMNS, runLogRow(list, goalList, when, loadAtStart));
-      logged = `a row appended to ${path.relative(process.cwd(), RUNS_LOG)}`;
+      const row = runLogRow(list, goalList, when, loadAtStart);
+      if (settings.redisClusterNodes || settings.redisCompare) {
+        // A cluster's row goes to the cluster's log only: bench-runs.csv stays one Redis.
+        const redis = settings.redisClusterNodes ? `cluster of ${settings.redisClusterNodes.split(',').length} nodes` : 'one';
+        appendRunRow(REDIS_RUNS_LOG, REDIS_RUN_LOG_COLUMNS, { ...row, redis, queue_shards: settings.queueShards });
+        logged = `a row appended to ${path.relative(process.cwd(), REDIS_RUNS_LOG)}`;
+      }
+      if (!settings.redisClusterNodes) {
+        appendRunRow(RUNS_LOG, RUN_LOG_COLUMNS, row);
+        logged = `${settings.redisCompare ? `${logged}, and ` : ''}a row appended to ${path.relative(process.cwd(), RUNS_LOG)}`;
+      }
     } catch (err) {
       logged = `no row appended: ${(err as Error).message}`;
     }

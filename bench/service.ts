@@ -8,6 +8,9 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
+import { parseClusterNodes } from '../common/config.js';
+import { queueLayout, queueNames } from '../common/queue-shards.js';
+import { createRedis } from '../common/redis.js';
 import type { MongoClient } from 'mongodb';
 import { BUNDLES } from '#scripts/lib/build.mjs';
 import { freePort } from '#scripts/lib/net.mjs';
@@ -177,7 +180,11 @@ export async function startService(mongo: MongoClient, group: string, workerCoun
     // count the workers BullMQ sees on the writes queue.
     await waitUntil('the api', api, () => httpOk(`${baseUrl}/readyz`));
     if (workerCount > 0) {
-      const queue = new Queue('writes', { connection: { url: settings.redisUrl }, prefix });
+      // On a cluster (REDIS_CLUSTER=1 npm run bench), the first shard of the writes queue on a cluster client.
+      const nodes = settings.redisClusterNodes ? parseClusterNodes(settings.redisClusterNodes) : null;
+      const connection = createRedis(nodes ? { cluster: nodes } : settings.redisUrl, 'failFast', 'bench');
+      const name = queueNames('writes', queueLayout({ queueShards: settings.queueShards, redisClusterNodes: nodes }))[0]!;
+      const queue = new Queue(name, { connection, prefix });
       try {
         await waitUntil(`${workerCount} worker(s)`, workers[0] as Child, async () => {
           for (const w of workers) w.assertRunning();
@@ -185,6 +192,7 @@ export async function startService(mongo: MongoClient, group: string, workerCoun
         });
       } finally {
         await queue.close();
+        connection.disconnect();
       }
     }
     const res = await fetch(`${baseUrl}/admin/v1/api_keys`, {

@@ -12,10 +12,16 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
 /** The committed run log: one row per run (results-log.ts); smoke runs write none. */
 export const RUNS_LOG = path.join(ROOT, 'bench', 'results', 'bench-runs.csv');
+/**
+ * One Redis beside a Redis Cluster (DESIGN section 19): the rows of runs on a cluster
+ * (`REDIS_CLUSTER=1 npm run bench`), and of runs on one Redis that ask to be compared
+ * with them (`BENCH_REDIS_COMPARE=1`), with which Redis and how many queue shards.
+ */
+export const REDIS_RUNS_LOG = path.join(ROOT, 'bench', 'results', 'redis-cluster-runs.csv');
 
 /** Every scenario, in the order of the table and the JSON results. */
 export const SCENARIO_IDS = [
-  'S0', 'S1-c16', 'S1-c64', 'S2-c16', 'S2-c64', 'S2-keyed', 'S3-w1', 'S3-w2', 'S3-w4', 'S4', 'S5-10k', 'S5-1m', 'S5-1m-deep', 'S6', 'S6-steady', 'S7',
+  'S0', 'S1-c16', 'S1-c64', 'S2-c16', 'S2-c64', 'S2-keyed', 'S3-w1', 'S3-w2', 'S3-w4', 'S4', 'S5-10k', 'S5-1m', 'S5-1m-deep', 'S6', 'S6-steady', 'S7', 'S8', 'S9', 'S10',
 ] as const;
 /** One of {@link SCENARIO_IDS}. */
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
@@ -38,6 +44,9 @@ export const BASELINES: Record<ScenarioId, ScenarioId | null> = {
   S6: 'S2-c64',
   'S6-steady': 'S2-c64',
   S7: 'S2-c64',
+  S8: null,
+  S9: null,
+  S10: null,
 };
 
 /** The project the benchmark's API key is issued for, and its seeded objects belong to. */
@@ -86,7 +95,7 @@ export const settings = {
   mongoUrl: process.env.MONGODB_URL ?? '',
   /** The service's knobs passed on to its processes when set (otherwise its defaults): the group commit ones, to measure what each buys. */
   serviceEnv: Object.fromEntries(
-    ['WORKER_CONCURRENCY', 'WORKER_INTENTS_CONCURRENCY', 'CREATE_BATCH_MAX', 'CREATE_BATCH_WAIT_MS', 'WORKER_WRITES_IN_FLIGHT', 'WORKER_TRANSITION_WRITES_IN_FLIGHT', 'STORE_PROFILE']
+    ['WORKER_CONCURRENCY', 'WORKER_INTENTS_CONCURRENCY', 'CREATE_BATCH_MAX', 'CREATE_BATCH_WAIT_MS', 'WORKER_WRITES_IN_FLIGHT', 'WORKER_TRANSITION_WRITES_IN_FLIGHT', 'STORE_PROFILE', 'REDIS_CLUSTER_NODES', 'QUEUE_SHARDS']
       .map((name) => [name, process.env[name]] as const)
       .filter((entry): entry is readonly [string, string] => Boolean(entry[1])),
   ),
@@ -106,7 +115,16 @@ export const settings = {
   s6SteadyS: envNumber('BENCH_S6_STEADY_S', smokeDefault(30, 1)),
   /** S7: how many intents are paid, then refunded once each. */
   s7Refunds: envNumber('BENCH_S7_REFUNDS', smokeDefault(300, 5)),
+  /** S8: the transactions of the statement (100 000; 500 in a smoke run). */
+  s8Rows: envNumber('BENCH_S8_ROWS', smokeDefault(100_000, 500)),
+  /** S10: the payouts of the one batch (at most 1,000, the route's limit). */
+  s10Payouts: Math.min(1000, envNumber('BENCH_S10_PAYOUTS', smokeDefault(1000, 10))),
   selected: selectedScenarios(),
+  /** `REDIS_CLUSTER=1 npm run bench`: the test stack's cluster (scripts/lib/throwaway-stack.mjs). */
+  redisClusterNodes: process.env.REDIS_CLUSTER_NODES ?? '',
+  queueShards: envNumber('QUEUE_SHARDS', 1),
+  /** The row also goes to REDIS_RUNS_LOG: a run on one Redis to set beside the cluster's. */
+  redisCompare: envFlag('BENCH_REDIS_COMPARE', false),
 };
 
 /** True when any of the given scenarios was asked for (BENCH_SCENARIOS). */

@@ -4,12 +4,25 @@ import { CATALOG_OPERATORS, COUNTRIES, OPERATOR_CATALOG } from './operator-catal
 import { accountOf, accountsFromFile, operatorsWithAccounts, type LiveOperator, type OperatorAccount } from './operator-accounts.js';
 import { isCurrency } from './money.js';
 
+/** One node of a Redis Cluster, as `REDIS_CLUSTER_NODES` names it. */
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
 /** Every setting of the service, validated once at start-up. Nothing else reads `process.env`. */
 export interface Config {
   port: number;
   host: string;
-  /** Required by the separate api/worker entry points; `npm start` fills it in. */
+  /** Required by the separate api/worker entry points (unless `redisClusterNodes`); `npm start` fills it in. */
   redisUrl: string;
+  /**
+   * `REDIS_CLUSTER_NODES`: some nodes of a Redis Cluster, which every process then
+   * uses instead of `redisUrl` (common/redis.ts); null: one Redis at `redisUrl`.
+   */
+  redisClusterNodes: RedisNode[] | null;
+  /** `QUEUE_SHARDS`: how many hash-tagged queues each sharded queue is split into (common/queue-shards.ts). */
+  queueShards: number;
   mongodbUrl: string;
   mongodbDb: string;
   /**
@@ -34,11 +47,11 @@ export interface Config {
   /** …or this long after the first one arrived (0: no batching). */
   createBatchWaitMs: number;
   /** How long the api waits for a create job before answering 503 `processing_timeout`. */
-  createTimeoutMs: number;
+  writeTimeoutMs: number;
   /**
    * Admission control: creates are refused (503 `service_unavailable`) while the
    * oldest create job in the queue has waited longer than this. Default half of
-   * `createTimeoutMs`; 0 turns it off.
+   * `writeTimeoutMs`; 0 turns it off.
    */
   createAdmissionWaitMs: number;
   defaultCurrency: string;
@@ -88,6 +101,8 @@ export interface Config {
   simulator: SimulatorConfig;
   /** How often the worker re-enqueues the delayed jobs of intents with a step ahead (in case Redis lost them). */
   intentsSweepIntervalMs: number;
+  /** How often each live operator account, and the simulator, is reconciled (worker/reconcile/, docs/reconciliation.md). */
+  reconcileIntervalMs: number;
   /**
    * The most time one pass of a sweeper (intents, refunds, events) spends walking its
    * work; the next pass resumes where it stopped (worker/sweep-walk.ts). A pass is
@@ -216,6 +231,8 @@ export interface SimulatorConfig {
   slowDelayMs: number;
   /** How long a payer has to approve on the phone: `next_action.await_phone_approval.expires_at`. */
   approvalWindowMs: number;
+  /** Payouts to a number ending `008` stay `enqueued` this long, then pay (DESIGN section 17). */
+  payoutEnqueuedMs: number;
 }
 
 /** The api's HTTP server: how long a slow client may take, and how many connections it may hold. */
@@ -284,10 +301,24 @@ const msList = Joi.string().pattern(/^\d+(,\d+)*$/);
 const operatorUrl = Joi.string().uri({ scheme: ['http', 'https'] }).empty('');
 const credential = Joi.string().trim().min(1).max(4096).empty('');
 
+/** `host:port` (a name, an IPv4 address or a bracketed IPv6 one), comma-separated. */
+const CLUSTER_NODE = String.raw`(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}`;
+const CLUSTER_NODES = new RegExp(`^${CLUSTER_NODE}(?:,${CLUSTER_NODE})*$`);
+
+/** `REDIS_CLUSTER_NODES` read into nodes (already validated by the schema). */
+export function parseClusterNodes(text: string): RedisNode[] {
+  return text.split(',').map((entry) => {
+    const at = entry.lastIndexOf(':');
+    return { host: entry.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(entry.slice(at + 1)) };
+  });
+}
+
 const schema = Joi.object({
   PORT: Joi.number().integer().min(0).max(65535).default(3000),
   HOST: Joi.string().default('127.0.0.1'),
-  REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).required(),
+  REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).when('REDIS_CLUSTER_NODES', { is: Joi.exist(), then: Joi.optional(), otherwise: Joi.required() }),
+  REDIS_CLUSTER_NODES: Joi.string().pattern(CLUSTER_NODES, 'host:port,host:port,…').empty(''),
+  QUEUE_SHARDS: Joi.number().integer().min(1).max(64).default(1),
   MONGODB_URL: Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] }).required(),
   MONGODB_DB: Joi.string().pattern(/^[A-Za-z0-9_-]{1,63}$/).default('payments'),
   STORE_PROFILE: Joi.string().valid(...STORE_PROFILE_NAMES).empty(''),
@@ -299,7 +330,9 @@ const schema = Joi.object({
   WORKER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(64),
   CREATE_BATCH_MAX: Joi.number().integer().min(0).max(1000).default(64),
   CREATE_BATCH_WAIT_MS: Joi.number().integer().min(0).max(10_000).default(4),
-  CREATE_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(10_000),
+  WRITE_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).empty(''),
+  /** Deprecated: the old name of WRITE_TIMEOUT_MS, read when WRITE_TIMEOUT_MS is unset. */
+  CREATE_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).empty(''),
   CREATE_ADMISSION_WAIT_MS: Joi.number().integer().min(0).max(120_000).empty(''),
   DEFAULT_CURRENCY: Joi.string()
     .pattern(/^[A-Za-z]{3}$/)
@@ -348,12 +381,21 @@ const schema = Joi.object({
   SIMULATOR_APPROVAL_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(3 * SECOND),
   SIMULATOR_PROCESSING_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(2 * SECOND),
   SIMULATOR_SLOW_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(60 * SECOND),
+  SIMULATOR_PAYOUT_ENQUEUED_MS: Joi.number().integer().min(0).max(HOUR).default(30 * SECOND),
   INTENTS_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(60 * SECOND),
+  RECONCILE_INTERVAL_MS: Joi.number().integer().min(100).max(24 * HOUR).default(10 * MINUTE),
   SWEEP_BUDGET_MS: Joi.number().integer().min(100).max(MINUTE).default(5 * SECOND),
   SIMULATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1000).max(HOUR).default(2 * MINUTE),
   OPERATOR_TIMEOUT_MS: Joi.number().integer().min(100).max(120_000).default(15 * SECOND),
   OPERATOR_POLL_SCHEDULE_MS: msList.default(DEFAULT_OPERATOR_POLL_SCHEDULE_MS.join(',')),
   MTN_MOMO_BASE_URL: operatorUrl,
+  // An account's fees (common/operator-accounts.ts, DESIGN section 16).
+  ...Object.fromEntries(
+    ['MTN_MOMO_', 'MPESA_', 'WAVE_'].flatMap((p) => [
+      [`${p}FEE_PERCENT`, Joi.number().min(0).max(100)],
+      [`${p}FEE_FIXED`, Joi.number().integer().min(0)],
+    ]),
+  ),
   MTN_MOMO_TARGET_ENVIRONMENT: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).empty(''),
   MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY: credential,
   MTN_MOMO_COLLECTION_USER_ID: credential,
@@ -437,11 +479,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
   if (configuredOperators({ liveOperators }).length > 0 && !value.PUBLIC_BASE_URL) {
     problems.push('"PUBLIC_BASE_URL" is required once a live operator is configured: operators\' callbacks are sent to it');
   }
+  if (value.REDIS_CLUSTER_NODES && parseClusterNodes(value.REDIS_CLUSTER_NODES as string).some((node) => node.port < 1 || node.port > 65535)) {
+    problems.push('"REDIS_CLUSTER_NODES" names a port outside 1-65535');
+  }
   if (problems.length) throw new ConfigError(problems);
+  const writeTimeoutMs: number = value.WRITE_TIMEOUT_MS ?? value.CREATE_TIMEOUT_MS ?? 10_000;
   return {
     port: value.PORT,
     host: value.HOST,
-    redisUrl: value.REDIS_URL,
+    redisUrl: value.REDIS_URL ?? '',
+    redisClusterNodes: value.REDIS_CLUSTER_NODES ? parseClusterNodes(value.REDIS_CLUSTER_NODES as string) : null,
+    queueShards: value.QUEUE_SHARDS,
     mongodbUrl: value.MONGODB_URL,
     mongodbDb: value.MONGODB_DB,
     storeProfile: value.STORE_PROFILE ?? null,
@@ -453,8 +501,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     workerConcurrency: value.WORKER_CONCURRENCY,
     createBatchMax: value.CREATE_BATCH_MAX,
     createBatchWaitMs: value.CREATE_BATCH_WAIT_MS,
-    createTimeoutMs: value.CREATE_TIMEOUT_MS,
-    createAdmissionWaitMs: value.CREATE_ADMISSION_WAIT_MS ?? Math.floor(value.CREATE_TIMEOUT_MS / 2),
+    writeTimeoutMs,
+    createAdmissionWaitMs: value.CREATE_ADMISSION_WAIT_MS ?? Math.floor(writeTimeoutMs / 2),
     defaultCurrency: (value.DEFAULT_CURRENCY as string).toLowerCase(),
     operators,
     rateLimitPerSecond: value.RATE_LIMIT_PER_SECOND,
@@ -481,6 +529,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       maxConnections: value.HTTP_MAX_CONNECTIONS,
     },
     intentsSweepIntervalMs: value.INTENTS_SWEEP_INTERVAL_MS,
+    reconcileIntervalMs: value.RECONCILE_INTERVAL_MS,
     sweepBudgetMs: value.SWEEP_BUDGET_MS,
     confirmFailureLimit: value.CONFIRM_FAILURE_LIMIT,
     liveOperators,
@@ -494,6 +543,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       approvalDelayMs: value.SIMULATOR_APPROVAL_DELAY_MS,
       processingDelayMs: value.SIMULATOR_PROCESSING_DELAY_MS,
       slowDelayMs: value.SIMULATOR_SLOW_DELAY_MS,
+      payoutEnqueuedMs: value.SIMULATOR_PAYOUT_ENQUEUED_MS,
       approvalWindowMs: value.SIMULATOR_APPROVAL_WINDOW_MS,
     },
     webhooks: {

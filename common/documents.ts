@@ -115,12 +115,31 @@ export interface RefundLedgerEntry {
   ar?: number;
   /** After it failed: why. */
   fr?: DeclineCode;
+  /**
+   * A late payment's refund (worker/reconcile/): the money of another attempt than the
+   * intent's, given back. It neither holds nor refunds the intent's own amount.
+   */
+  late?: LatePayment;
+}
+
+/** The attempt whose payment a `late_payment` refund gives back, as the operator recorded it. */
+export interface LatePayment {
+  attempt: number;
+  operator: string;
+  account: string | null;
+  /** The operator's reference of the payment (its transaction, or its session). */
+  reference: string | null;
+  /** Test mode: the masked number the simulator reads its outcome from. */
+  phone_masked: string | null;
 }
 
 export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 export type RefundStatus = (typeof REFUND_STATUSES)[number];
+/** The reasons a client may give a refund. */
 export const REFUND_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer'] as const;
-export type RefundReason = (typeof REFUND_REASONS)[number];
+/** The reasons only the service sets: `late_payment`, a payment the operator took after the intent could no longer take it (worker/reconcile/). */
+export const SERVICE_REFUND_REASONS = ['late_payment'] as const;
+export type RefundReason = (typeof REFUND_REASONS)[number] | (typeof SERVICE_REFUND_REASONS)[number];
 
 /**
  * A refund (DESIGN.md section 11). Its amount and status follow its entry in the
@@ -156,6 +175,8 @@ export interface PaymentAttempt {
   /** E.164, in full while the attempt is in flight (the simulator and connectors need it); null once it ended. */
   phone_number: string | null;
   phone_masked: string;
+  /** The number's last four digits, kept for search (`phone_last4:'4321'`); absent on attempts made before search. */
+  phone_last4?: string;
   return_url: string | null;
   /** Redirect flow: the test checkout page's token (kept after the attempt ended, to show its outcome). */
   checkout_token: string | null;
@@ -380,4 +401,78 @@ export interface WebhookAttemptDoc {
   error: string | null;
   succeeded: boolean;
   response_body: string | null;
+}
+
+/**
+ * A balance: what one scope holds in one currency (common/ledger.ts,
+ * worker/balance/ledger.ts). `_id` is `balanceId(scope, currency)`. It is the one
+ * place postings of that currency take turns: `seq` counts them, `available` is the
+ * sum of their `net`, and `tail` holds the last round's transactions whole, written
+ * to `balance_transactions` after this document; the next round (or the sweeper)
+ * writes them again if a crash came between.
+ */
+export interface BalanceDoc {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  currency: string;
+  available: number;
+  /** Where the money sits: the available amount per operator (`_none` for postings with no operator). */
+  by_operator: Record<string, number>;
+  seq: number;
+  tail: BalanceTransactionDoc[];
+  /** Epoch ms of the last posting: the sweeper completes the tails of balances changed lately. */
+  updated_ms: number;
+}
+
+/**
+ * One posting of the ledger (DESIGN section 16): never updated, never deleted. Its
+ * `entries` are the double entry: they sum to zero (the merchant's balance on one
+ * side, the payer, the recipient, the fees or the adjustments on the other).
+ */
+export interface BalanceTransactionDoc {
+  _id: string;
+  project: string;
+  livemode: boolean;
+  currency: string;
+  /** The movement it posts (`payment:pi_…`, `refund:re_…`, …): unique within its balance. */
+  key: string;
+  type: BalanceTransactionType;
+  /** Signed, minor units: the movement's gross amount. */
+  amount: number;
+  /** What the service's fee took of it (>= 0, payments only). */
+  fee: number;
+  /** amount − fee: what the balance moved by. */
+  net: number;
+  source: string;
+  operator: string | null;
+  description: string | null;
+  /** Unix seconds, and epoch ms (the statements' range). */
+  created: number;
+  created_ms: number;
+  /** The posting's place in its balance, and the balance just after it. */
+  seq: number;
+  balance_after: number;
+  entries: LedgerEntry[];
+}
+
+export const BALANCE_TRANSACTION_TYPES = ['payment', 'refund', 'refund_failure', 'payout', 'payout_failure', 'adjustment'] as const;
+export type BalanceTransactionType = (typeof BALANCE_TRANSACTION_TYPES)[number];
+
+/** One line of a posting's double entry: the account it moves and by how much (signed). */
+export interface LedgerEntry {
+  account: 'available' | 'payers' | 'fees' | 'recipients' | 'adjustments';
+  amount: number;
+}
+
+/**
+ * The identity of a movement: `_id` is `<balance id>|<movement key>`, `txn` the
+ * transaction that posts it. Written as a claim before its round writes the balance
+ * (`claimed_ms`, epoch ms): a claim whose transaction is missing belongs to a round
+ * still running, or to one that died before its balance was written.
+ */
+export interface LedgerKeyDoc {
+  _id: string;
+  txn: string;
+  claimed_ms?: number;
 }

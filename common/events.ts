@@ -23,6 +23,12 @@ export const EVENT_TYPES = [
   'refund.created',
   'refund.succeeded',
   'refund.failed',
+  'payout.created',
+  'payout.paid',
+  'payout.failed',
+  'payout.canceled',
+  'payout_batch.completed',
+  'operator_discrepancy.created',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -15,6 +15,11 @@ export const ID_PREFIXES = {
   request: 'req',
   attempt: 'wha',
   refund: 're',
+  payout: 'po',
+  payout_batch: 'pob',
+  operator_discrepancy: 'od',
+  balance_transaction: 'txn',
+  adjustment: 'adj',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -93,5 +93,12 @@ export function isInfrastructureError(err: unknown): boolean {
   if (err.name === 'MaxRetriesPerRequestError') return true;
   const code = (err as NodeJS.ErrnoException).code;
   if (code && NETWORK_CODES.has(code)) return true;
-  return /Connection is closed|enableOfflineQueue|Stream isn't writeable|Connection is in subscriber mode/i.test(err.message);
+  return /Connection is closed|enableOfflineQueue|Stream isn't writeable|Connection is in subscriber mode/i.test(err.message) || CLUSTER_MOVING.test(err.message);
 }
+
+/**
+ * A Redis Cluster between owners of a slot (a failover): ioredis gives up after its
+ * redirections (`Too many Cluster redirections`, whatever the last error was, a
+ * `MOVED` among them), or the cluster answers `CLUSTERDOWN` or `TRYAGAIN`.
+ */
+const CLUSTER_MOVING = /Too many Cluster redirections|^CLUSTERDOWN|^TRYAGAIN/;

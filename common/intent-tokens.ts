@@ -2,7 +2,7 @@
  * A payment intent's token in Redis: replaced before and after every write of the
  * intent (worker/lifecycle/transition.ts, worker/refunds/ledger.ts), so that an api
  * may keep the intent as it read it under a token and answer a retrieve from memory
- * while the token is unchanged (api/kept-intents.ts). The protocol of the fan-out's
+ * while the token is unchanged (common/kept-intents.ts). The protocol of the fan-out's
  * endpoint lists (docs/decisions/0018-kept-endpoint-lists.md), per intent:
  *
  * - An intent read while a write was on its way was read under the first token, and
@@ -18,7 +18,8 @@ import { randomBase62 } from './ids.js';
 export const INTENT_TOKEN_TTL_MS = 10 * 60_000;
 
 export function intentTokenKey(prefix: string, paymentIntent: string): string {
-  return `${prefix}:intent-token:${paymentIntent}`;
+  // Hash-tagged by the intent: its lock's scripts set it (worker/record-lock.ts), one slot on a cluster.
+  return `${prefix}:intent-token:{${paymentIntent}}`;
 }
 
 /** From the pooled random bytes of common/ids.ts: a token is drawn for every write of an intent. */

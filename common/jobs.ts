@@ -19,6 +19,8 @@ import {
 import type { CancellationReason, OperatorAnswer } from './lifecycle.js';
 import type { RefundReason } from './documents.js';
 import type { MetadataPairs } from './metadata.js';
+import type { ReconcileResult } from './operator-discrepancies.js';
+import { openLayoutQueue, PLAIN_LAYOUT, queueNames, type QueueLayout } from './queue-shards.js';
 
 export const QUEUES = {
   /**
@@ -66,8 +68,27 @@ export const JOBS = {
   processRefund: 'refund.process.v1',
   sweepRefunds: 'refunds.sweep.v1',
   probeOperators: 'operators.probe.v1',
+  reconcileOperator: 'operators.reconcile.v1',
   sweepRetention: 'retention.sweep.v1',
+  createPayout: 'payout.create.v1',
+  createPayoutBatch: 'payout_batch.create.v1',
+  cancelPayout: 'payout.cancel.v1',
+  processPayout: 'payout.process.v1',
+  checkPayoutBatch: 'payout_batch.check.v1',
+  sweepPayouts: 'payouts.sweep.v1',
+  adjustBalance: 'ledger.adjust.v1',
 } as const;
+
+/** An admin's adjustment: `reference` is its identity (a second one with it posts nothing). */
+export interface AdjustmentData extends Scope {
+  /** `adj_…`, the transaction's source. */
+  id: string;
+  reference: string;
+  currency: string;
+  /** Signed, minor units. */
+  amount: number;
+  description: string | null;
+}
 
 /** What one pass of the retention sweeper deleted, per collection, and whether it reached the end of what was due. */
 export interface RetentionPass {
@@ -323,6 +344,52 @@ export interface ProcessRefundData extends Scope {
   poll: number;
 }
 
+/** A payout's fields but its destination's number, which rides sealed (`sealed`). */
+export interface PayoutPublicInput {
+  amount: number;
+  currency: string;
+  /** Resolved by the api: named, or predicted from the number. */
+  operator: string;
+  /** Live mode: the operator account that serves the number; null in test mode. */
+  account: string | null;
+  /** The destination's number, masked. */
+  phone_masked: string;
+  name: string | null;
+  description: string | null;
+  metadata: MetadataPairs;
+  /** A batch item's own reference; null for a payout made alone. */
+  reference: string | null;
+}
+
+/** `id` and `target` are the new payout's (`po_…`); `sealed` its number (worker/payouts/destinations.ts). */
+export interface CreatePayoutData extends MutationJobBase {
+  input: PayoutPublicInput;
+  sealed: string;
+}
+
+/** `id` and `target` are the new batch's (`pob_…`); `payouts` the ids of its items, in order; `sealed` their numbers. */
+export interface CreatePayoutBatchData extends MutationJobBase {
+  payouts: string[];
+  input: PayoutPublicInput[];
+  sealed: string;
+}
+
+/** `target` is the payout. */
+export interface CancelPayoutData extends MutationJobBase {
+  input: Record<string, never>;
+}
+
+/** One step of a payout (worker/payouts/process.ts): ids only, the payout is read from MongoDB. */
+export interface ProcessPayoutData extends Scope {
+  payout: string;
+  step: number;
+}
+
+/** Whether every payout of a batch is final (worker/payouts/batches.ts). */
+export interface CheckPayoutBatchData extends Scope {
+  batch: string;
+}
+
 /** What a transition job reports: whether it changed the intent, or why not. */
 export interface TransitionJobResult {
   applied: boolean;
@@ -331,7 +398,7 @@ export interface TransitionJobResult {
 }
 
 /** The value BullMQ stores for a create job: no secrets, since the dashboard shows it. */
-export interface CreateJobResult {
+export interface WriteJobResult {
   ok: boolean;
   /** The id of the created object (which may differ from the job's if a key was reused). */
   id: string | null;
@@ -342,7 +409,7 @@ export interface CreateJobResult {
 /** The service key (common/service-keys.ts) that seals every published answer. */
 export const ANSWER_KEY_ID = 'result_answers';
 
-export interface CreateResultMessage {
+export interface WriteResultMessage {
   jobId: string;
   /**
    * The fingerprint of the request the job was made for (null without a key). A
@@ -414,24 +481,29 @@ export interface DeliverWebhookData {
 /** Every job of every queue: its data and what its processor returns. */
 export interface QueueJobs {
   writes: {
-    [JOBS.createPaymentIntent]: { data: CreatePaymentIntentData; result: CreateJobResult };
-    [JOBS.createWebhookEndpoint]: { data: CreateWebhookEndpointData; result: CreateJobResult };
-    [JOBS.confirmPaymentIntent]: { data: ConfirmPaymentIntentData; result: CreateJobResult };
-    [JOBS.cancelPaymentIntent]: { data: CancelPaymentIntentData; result: CreateJobResult };
-    [JOBS.updatePaymentIntent]: { data: UpdatePaymentIntentData; result: CreateJobResult };
-    [JOBS.updateWebhookEndpoint]: { data: UpdateWebhookEndpointData; result: CreateJobResult };
-    [JOBS.deleteWebhookEndpoint]: { data: WebhookEndpointMutationData; result: CreateJobResult };
-    [JOBS.rotateWebhookSecret]: { data: RotateWebhookSecretData; result: CreateJobResult };
-    [JOBS.resendWebhookEvent]: { data: ResendWebhookEventData; result: CreateJobResult };
-    [JOBS.recoverWebhookEvents]: { data: RecoverWebhookEventsData; result: CreateJobResult };
-    [JOBS.createRefund]: { data: CreateRefundData; result: CreateJobResult };
-    [JOBS.updateRefund]: { data: UpdateRefundData; result: CreateJobResult };
+    [JOBS.createPaymentIntent]: { data: CreatePaymentIntentData; result: WriteJobResult };
+    [JOBS.createWebhookEndpoint]: { data: CreateWebhookEndpointData; result: WriteJobResult };
+    [JOBS.confirmPaymentIntent]: { data: ConfirmPaymentIntentData; result: WriteJobResult };
+    [JOBS.cancelPaymentIntent]: { data: CancelPaymentIntentData; result: WriteJobResult };
+    [JOBS.updatePaymentIntent]: { data: UpdatePaymentIntentData; result: WriteJobResult };
+    [JOBS.updateWebhookEndpoint]: { data: UpdateWebhookEndpointData; result: WriteJobResult };
+    [JOBS.deleteWebhookEndpoint]: { data: WebhookEndpointMutationData; result: WriteJobResult };
+    [JOBS.rotateWebhookSecret]: { data: RotateWebhookSecretData; result: WriteJobResult };
+    [JOBS.resendWebhookEvent]: { data: ResendWebhookEventData; result: WriteJobResult };
+    [JOBS.recoverWebhookEvents]: { data: RecoverWebhookEventsData; result: WriteJobResult };
+    [JOBS.createRefund]: { data: CreateRefundData; result: WriteJobResult };
+    [JOBS.updateRefund]: { data: UpdateRefundData; result: WriteJobResult };
+    [JOBS.createPayout]: { data: CreatePayoutData; result: WriteJobResult };
+    [JOBS.createPayoutBatch]: { data: CreatePayoutBatchData; result: WriteJobResult };
+    [JOBS.cancelPayout]: { data: CancelPayoutData; result: WriteJobResult };
   };
   intents: {
     [JOBS.operatorOutcome]: { data: OperatorOutcomeData; result: TransitionJobResult };
     [JOBS.operatorCheck]: { data: OperatorCheckData; result: { status: string | null; answer?: string } };
     [JOBS.expirePaymentIntent]: { data: ExpirePaymentIntentData; result: TransitionJobResult };
     [JOBS.processRefund]: { data: ProcessRefundData; result: { status: string } };
+    [JOBS.processPayout]: { data: ProcessPayoutData; result: { status: string } };
+    [JOBS.checkPayoutBatch]: { data: CheckPayoutBatchData; result: { status: string } };
   };
   events: {
     [JOBS.dispatchEvent]: { data: DispatchEventData; result: { deliveries: number } };
@@ -443,7 +515,7 @@ export interface QueueJobs {
      * made by the delivery machinery, never by the writes queue, which every
      * tenant's creates and mutations share (security review H1).
      */
-    [JOBS.testWebhookEndpoint]: { data: WebhookEndpointMutationData; result: CreateJobResult };
+    [JOBS.testWebhookEndpoint]: { data: WebhookEndpointMutationData; result: WriteJobResult };
   };
   maintenance: {
     [JOBS.sweepIdempotency]: { data: Record<string, never>; result: { freed: number } };
@@ -451,11 +523,17 @@ export interface QueueJobs {
     /** `recentMs`: also record the events of the transitions made that long before (a reconnect's sweeps, worker/schedules.ts). */
     [JOBS.sweepIntents]: { data: { recentMs?: number }; result: { intents: number; complete: boolean; recorded?: number } };
     /** `graceMs`: how old a pending refund must be to be re-driven; absent, the sweep interval (worker/schedules.ts). */
-    [JOBS.sweepRefunds]: { data: { graceMs?: number }; result: { refunds: number; rebuilt: number; visited: number; complete: boolean } };
+    [JOBS.sweepRefunds]: { data: { graceMs?: number }; result: { refunds: number; rebuilt: number; visited: number; complete: boolean; ledger?: { balances: number } } };
+    /** An adjustment of a balance through the admin API (api/routes/admin-adjustments.ts): posted once per reference. */
+    [JOBS.adjustBalance]: { data: AdjustmentData; result: { txn: string } };
     /** One pass of the retention sweeper (worker/processors/sweep-retention.ts); `done: false` when its time ran out first. */
     [JOBS.sweepRetention]: { data: Record<string, never>; result: RetentionPass };
     /** Live mode: one call to each account whose breaker is open (common/operator-breaker.ts). */
     [JOBS.probeOperators]: { data: Record<string, never>; result: { probed: number; closed: number } };
+    /** Unfinished payouts whose step was lost with Redis (worker/payouts/sweep.ts). */
+    [JOBS.sweepPayouts]: { data: Record<string, never>; result: { payouts: number; requeued: number } };
+    /** Reconciliation of one live account (its id), or of the simulator (`account: null`): worker/reconcile/run.ts. */
+    [JOBS.reconcileOperator]: { data: { account: string | null }; result: ReconcileResult };
   };
 }
 
@@ -490,33 +568,68 @@ export function requestQueue(name: RequestJobName): 'writes' | 'webhooks' {
   return name === JOBS.testWebhookEndpoint ? QUEUES.webhooks : QUEUES.writes;
 }
 
-export function openQueue<Q extends QueueName>(name: Q, options: QueueOptions): TypedQueue<Q> {
-  return new Queue(name, options) as unknown as TypedQueue<Q>;
+/**
+ * Queue `name` under `layout` (common/queue-shards.ts): its hash-tagged name on a
+ * cluster, its shards with `QUEUE_SHARDS`; the plain queue by default.
+ */
+export function openQueue<Q extends QueueName>(name: Q, options: QueueOptions, layout: QueueLayout = PLAIN_LAYOUT): TypedQueue<Q> {
+  return openLayoutQueue(name, options, layout, (shard, opts) => new Queue(shard, opts));
 }
 
 /** Every queue of the service, on one connection. */
-export function openQueues(options: QueueOptions): Queues {
+export function openQueues(options: QueueOptions, layout: QueueLayout = PLAIN_LAYOUT): Queues {
   return {
-    writes: openQueue(QUEUES.writes, options),
-    events: openQueue(QUEUES.events, options),
-    intents: openQueue(QUEUES.intents, options),
-    webhooks: openQueue(QUEUES.webhooks, options),
-    maintenance: openQueue(QUEUES.maintenance, options),
+    writes: openQueue(QUEUES.writes, options, layout),
+    events: openQueue(QUEUES.events, options, layout),
+    intents: openQueue(QUEUES.intents, options, layout),
+    webhooks: openQueue(QUEUES.webhooks, options, layout),
+    maintenance: openQueue(QUEUES.maintenance, options, layout),
   };
 }
 
 /**
- * A worker for queue `Q`. The processor sees the discriminated union of the queue's
- * jobs, so each `case` of its `switch (job.name)` must be a name of this queue and
- * narrows `job.data`; its `default` returns `unknownJob(job)`.
+ * A worker for queue `Q`, one per shard of it under `layout`. The processor sees the
+ * discriminated union of the queue's jobs, so each `case` of its `switch (job.name)`
+ * must be a name of this queue and narrows `job.data`; its `default` returns
+ * `unknownJob(job)`.
  */
-export function startTypedWorker<Q extends QueueName>(
+export function startTypedWorkers<Q extends QueueName>(
   name: Q,
   /** `token` is the worker's lock on the job (for `moveToDelayed`). */
   processor: (job: AnyJob<Q>, token?: string) => Promise<unknown>,
   options: WorkerOptions,
-): Worker {
-  return new Worker(name, (job: Job, token?: string) => processor(job as AnyJob<Q>, token), options);
+  layout: QueueLayout = PLAIN_LAYOUT,
+): Worker[] {
+  const make = typedWorkerMaker(processor, options);
+  return queueNames(name, layout).map((shard) => make(shard));
+}
+
+const inFlight = new WeakMap<Worker, { jobs: number }>();
+
+/** How many jobs a worker made here is running (its processor called and not returned). */
+export function jobsInFlight(worker: Worker): number {
+  return inFlight.get(worker)?.jobs ?? 0;
+}
+
+/** Makes the worker of one shard (by its name) of a queue: startTypedWorkers', and a replacement's (worker/wedged-workers.ts). */
+export function typedWorkerMaker<Q extends QueueName>(processor: (job: AnyJob<Q>, token?: string) => Promise<unknown>, options: WorkerOptions): (shard: string) => Worker {
+  return (shard) => {
+    const count = { jobs: 0 };
+    const worker = new Worker(
+      shard,
+      async (job: Job, token?: string) => {
+        count.jobs++;
+        try {
+          return await processor(job as AnyJob<Q>, token);
+        } finally {
+          count.jobs--;
+        }
+      },
+      options,
+    );
+    inFlight.set(worker, count);
+    return worker;
+  };
 }
 
 /** An unknown job name is permanent: the job fails at once, never retried. */

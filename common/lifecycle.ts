@@ -77,8 +77,12 @@ export function maskPhone(phone: string): string {
 /** What the test-mode simulator does for a phone number, chosen by its last three digits. */
 export type SimulatedOutcome =
   | { kind: 'succeed'; slow: boolean }
-  /** `stage`: `confirm` refuses at once (402); `payer` before the payer approves; `processing` after. */
-  | { kind: 'decline'; code: DeclineCode; stage: 'confirm' | 'payer' | 'processing' }
+  /**
+   * `stage`: `confirm` refuses at once (402); `payer` before the payer approves; `processing` after.
+   * `paysLate`: the operator stops answering, the attempt ends when its window closes,
+   * and the payer's money is taken after all (suffix 030, found by reconciliation).
+   */
+  | { kind: 'decline'; code: DeclineCode; stage: 'confirm' | 'payer' | 'processing'; paysLate?: true }
   /** The operator never answers: the intent waits in `requires_action` until it expires. */
   | { kind: 'silent' };
 
@@ -96,7 +100,11 @@ export const MAGIC_SUFFIXES: Readonly<Record<string, SimulatedOutcome>> = {
   '009': { kind: 'decline', code: 'generic_decline', stage: 'processing' },
   '010': { kind: 'silent' },
   '011': { kind: 'succeed', slow: true },
+  '030': { kind: 'decline', code: 'approval_timeout', stage: 'payer', paysLate: true },
 };
+
+/** The suffix whose payment the simulator takes after its attempt ended (DESIGN section 16). */
+export const LATE_PAYMENT_SUFFIX = '030';
 
 export function simulatedOutcome(phone: string): SimulatedOutcome {
   return MAGIC_SUFFIXES[phone.slice(-3)] ?? { kind: 'succeed', slow: false };

@@ -56,3 +56,11 @@ export function formatAmount(amount: number, currency: string): string {
   const minor = exponent > 0 ? `.${digits.slice(digits.length - exponent)}` : '';
   return `${sign}${groupThousands(major)}${minor} ${currency.toUpperCase()}`;
 }
+
+/** `amount` (minor units) as a plain decimal in major units, for files: `decimalAmount(-5050, 'kes')` is `-50.50`. */
+export function decimalAmount(amount: number, currency: string): string {
+  const exponent = currencyExponent(currency);
+  const sign = amount < 0 ? '-' : '';
+  const digits = String(Math.abs(Math.trunc(amount))).padStart(exponent + 1, '0');
+  return exponent > 0 ? `${sign}${digits.slice(0, -exponent)}.${digits.slice(-exponent)}` : `${sign}${digits}`;
+}

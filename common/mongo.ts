@@ -1,7 +1,9 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
-import { MongoClient, MongoServerError, type Collection, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
+import { MongoClient, MongoServerError, type Collection, type MongoClientOptions, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
-import type { ApiKeyDoc, EventDoc,
+import type { PayoutBatchDoc, PayoutDoc } from './payouts.js';
+import type { DiscrepancyKeyDoc, OperatorDiscrepancyDoc, SimulatorPaymentDoc } from './operator-discrepancies.js';
+import type { ApiKeyDoc, BalanceDoc, BalanceTransactionDoc, EventDoc, LedgerKeyDoc,
   EventKeyDoc, IdempotencyKeyDoc, IdempotencyRecordDoc, MutationDoc, OutboxDoc, PaymentIntentDoc, RefundDoc, ServiceKeyDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
 
 export interface Collections {
@@ -18,6 +20,18 @@ export interface Collections {
   serviceKeys: Collection<ServiceKeyDoc>;
   intentMutations: Collection<MutationDoc>;
   refunds: Collection<RefundDoc>;
+  payouts: Collection<PayoutDoc>;
+  payoutBatches: Collection<PayoutBatchDoc>;
+  /** Reconciliation (worker/reconcile/): what it found, each operator transaction's key, and the simulator's late payments. */
+  operatorDiscrepancies: Collection<OperatorDiscrepancyDoc>;
+  discrepancyKeys: Collection<DiscrepancyKeyDoc>;
+  simulatorPayments: Collection<SimulatorPaymentDoc>;
+  /** One per (project, mode, currency): the ledger's serialisation point (worker/balance/ledger.ts). */
+  balances: Collection<BalanceDoc>;
+  /** The ledger's postings, never updated or deleted. */
+  balanceTransactions: Collection<BalanceTransactionDoc>;
+  /** The identities of posted movements: a movement posted twice is one transaction. */
+  ledgerKeys: Collection<LedgerKeyDoc>;
 }
 
 export interface Mongo {
@@ -63,6 +77,37 @@ export function collections(db: Db): Collections {
     serviceKeys: db.collection<ServiceKeyDoc>('service_keys'),
     intentMutations: db.collection<MutationDoc>('intent_mutations'),
     refunds: db.collection<RefundDoc>('refunds'),
+    payouts: db.collection<PayoutDoc>('payouts'),
+    payoutBatches: db.collection<PayoutBatchDoc>('payout_batches'),
+    operatorDiscrepancies: db.collection<OperatorDiscrepancyDoc>('operator_discrepancies'),
+    discrepancyKeys: db.collection<DiscrepancyKeyDoc>('discrepancy_keys'),
+    simulatorPayments: db.collection<SimulatorPaymentDoc>('simulator_payments'),
+    balances: db.collection<BalanceDoc>('balances'),
+    balanceTransactions: db.collection<BalanceTransactionDoc>('balance_transactions'),
+    ledgerKeys: db.collection<LedgerKeyDoc>('ledger_keys'),
+  };
+}
+
+/**
+ * Past one machine (DESIGN section 19, docs/storage.md): on a replica set every write
+ * waits for a majority of its members (`w: "majority"`), so a failover never rolls
+ * back a write the service acknowledged, and reads see only majority-committed data
+ * (`readConcern: "majority"`), so the service never acts on a record a failover takes
+ * back. Chosen from the connection string: a replica set (`replicaSet=`) or an SRV
+ * record (`mongodb+srv://`, a replica set or a sharded cluster behind it), unless the
+ * string sets its own `w` or `readConcernLevel`. A single server, the local stack's
+ * FerretDB among them, gets the driver's defaults. (FerretDB v1 takes both concerns
+ * and ignores them: test/common/mongo-concerns.test.ts.)
+ */
+export function majorityConcerns(url: string): Pick<MongoClientOptions, 'writeConcern' | 'readConcern'> {
+  // The query string alone: a seed list (`a:27017,b:27017`) is no URL to `new URL`.
+  const query = url.indexOf('?');
+  const params = new URLSearchParams(query < 0 ? '' : url.slice(query + 1));
+  const replicated = url.startsWith('mongodb+srv://') || params.has('replicaSet');
+  if (!replicated) return {};
+  return {
+    ...(params.has('w') ? {} : { writeConcern: { w: 'majority' as const } }),
+    ...(params.has('readConcernLevel') ? {} : { readConcern: { level: 'majority' as const } }),
   };
 }
 
@@ -71,8 +116,15 @@ export function collections(db: Db): Collections {
  * first operation, and reconnects by itself after a restart of the server. For a
  * process that must start (listen, answer its health checks) before MongoDB answers.
  */
-export function openMongo(url: string, dbName: string, appName: string, poolSize = 50, options: { monitorCommands?: boolean } = {}): Mongo {
+export function openMongo(
+  url: string,
+  dbName: string,
+  appName: string,
+  poolSize = 50,
+  options: { monitorCommands?: boolean; concerns?: Pick<MongoClientOptions, 'writeConcern' | 'readConcern'> } = {},
+): Mongo {
   const client = new MongoClient(url, {
+    ...(options.concerns ?? majorityConcerns(url)),
     appName,
     // Command events, for the command metrics (common/metrics.ts): only where they are served.
     monitorCommands: options.monitorCommands ?? false,
@@ -150,6 +202,11 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     // range of one index and a class's projects are a distinct of its prefix.
     // The intents' sweeper: intents with a step ahead, soonest expiry first.
     index(c.paymentIntents, { livemode: 1, status: 1, project: 1, expires_at: 1, _id: 1 }, { name: 'sweep_expires_at' }),
+    // Search (api/queries/search.ts): an equality after the scope, then newest first.
+    // Metadata is an array of {k, v} pairs: `$elemMatch` on both bounds one element.
+    index(c.paymentIntents, { project: 1, livemode: 1, status: 1, _id: -1 }, { name: 'scope_status_id' }),
+    index(c.paymentIntents, { project: 1, livemode: 1, 'payment.phone_last4': 1, _id: -1 }, { name: 'scope_phone_last4_id' }),
+    index(c.paymentIntents, { project: 1, livemode: 1, 'metadata.k': 1, 'metadata.v': 1, _id: -1 }, { name: 'scope_metadata_id' }),
     index(c.webhookEndpoints, scoped, { name: 'scope_id' }),
     index(c.webhookEndpoints, { idem: 1 }, idem),
     // The outbox sweeper: stale entries, oldest first.
@@ -159,20 +216,42 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     index(c.webhookAttempts, { endpoint_id: 1, _id: -1 }, { name: 'endpoint_id' }),
     index(c.events, scoped, { name: 'scope_id' }),
     index(c.events, { project: 1, livemode: 1, type: 1, _id: -1 }, { name: 'scope_type_id' }),
+    // `GET /v1/events?object=` (a payment's timeline) and `GET /v1/events/{id}/attempts`.
+    index(c.events, { project: 1, livemode: 1, object_id: 1, _id: -1 }, { name: 'scope_object_id' }),
+    index(c.webhookAttempts, { event_id: 1, _id: -1 }, { name: 'event_id' }),
     index(c.idempotencyRecords, { expires_at: 1 }, { name: 'expires_at' }),
     index(c.idempotencyKeys, { expires_at: 1 }, { name: 'expires_at' }),
     index(c.refunds, scoped, { name: 'scope_id' }),
+    index(c.operatorDiscrepancies, scoped, { name: 'scope_id' }),
+    // Reconciliation's reads: the simulator's payments of the last hours.
+    index(c.simulatorPayments, { paid_ms: 1 }, { name: 'paid_ms' }),
     // `GET /v1/refunds?payment_intent=`: the refunds of one intent, newest first (an
     // intent belongs to one scope; the scope is checked on the few it finds). The local
     // stack's store scans, as for every query but a lone `_id` (docs/storage.md).
     index(c.refunds, { payment_intent: 1, _id: -1 }, { name: 'payment_intent_id' }),
     // The refunds' sweeper: pending refunds, oldest first.
     index(c.refunds, { livemode: 1, status: 1, project: 1, created: 1, _id: 1 }, { name: 'sweep_created' }),
+    // Payouts (worker/payouts/): the list, `?batch=` and `?status=` newest first; the sweeper's unfinished payouts.
+    index(c.payouts, scoped, { name: 'scope_id' }),
+    index(c.payouts, { batch: 1, _id: -1 }, { name: 'batch_id' }),
+    index(c.payouts, { status: 1, _id: 1 }, { name: 'status_id' }),
+    index(c.payoutBatches, { status: 1, _id: 1 }, { name: 'status_id' }),
+    index(c.payouts, { project: 1, livemode: 1, status: 1, _id: -1 }, { name: 'scope_status_id' }),
+    index(c.payoutBatches, scoped, { name: 'scope_id' }),
     // A reconnect's sweep: the intents a transition changed lately.
     index(c.paymentIntents, { changed_ms: 1 }, { name: 'changed_ms', sparse: true }),
     // The refunds' sweeper: intents with a pending refund (a range on the count; the
     // few of a project sorted by `_id`).
     index(c.paymentIntents, { refunds_pending: 1, livemode: 1, project: 1, _id: 1 }, { name: 'sweep_refunds_pending' }),
+    // The ledger (worker/balance/ledger.ts): a scope's balances; the balances changed
+    // lately (the sweeper completes their tails); the transactions newest first, by
+    // type or by source; a statement's range of one currency, in posting order.
+    index(c.balances, { project: 1, livemode: 1, currency: 1 }, { name: 'scope_currency' }),
+    index(c.balances, { updated_ms: 1 }, { name: 'updated_ms' }),
+    index(c.balanceTransactions, scoped, { name: 'scope_id' }),
+    index(c.balanceTransactions, { project: 1, livemode: 1, type: 1, _id: -1 }, { name: 'scope_type_id' }),
+    index(c.balanceTransactions, { project: 1, livemode: 1, source: 1, _id: -1 }, { name: 'scope_source_id' }),
+    index(c.balanceTransactions, { project: 1, livemode: 1, currency: 1, created_ms: 1, seq: 1 }, { name: 'statement' }),
     // The retention sweeper's old documents of one mode (worker/processors/sweep-retention.ts):
     // live intents and refunds, never deleted, are not walked to find the test ones.
     ...[c.paymentIntents, c.refunds, c.events, c.webhookAttempts].map((collection) =>

@@ -21,6 +21,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { MpesaConfig, MtnMomoConfig, WaveConfig } from './config.js';
+import { NO_FEE, type FeeSchedule } from './ledger.js';
 
 export type LiveOperator = 'mtn_momo' | 'mpesa' | 'wave';
 
@@ -31,6 +32,12 @@ interface AccountBase {
   countries: readonly string[];
   /** MTN's sandbox: EUR and MTN's test numbers only, whatever the catalog says. */
   sandbox: boolean;
+  /**
+   * The service's fee on each payment through this account (`fee_percent`, `fee_fixed`
+   * in minor units; `<OPERATOR>_FEE_PERCENT`, `<OPERATOR>_FEE_FIXED` for the account of
+   * the variables): posted with the payment (DESIGN section 16). None by default.
+   */
+  fees?: FeeSchedule;
 }
 
 export type OperatorAccount =
@@ -103,7 +110,19 @@ const PREFIX: Record<LiveOperator, string> = { mtn_momo: 'MTN_MOMO_', mpesa: 'MP
 /** A variable of a file account: `MTN_MOMO_BASE_URL`, or `base_url`. */
 function pick(raw: Raw, operator: LiveOperator, name: string): string | undefined {
   const value = raw[`${PREFIX[operator]}${name}`] ?? raw[name.toLowerCase()];
+  if (typeof value === 'number' && name.startsWith('FEE_')) return String(value);
   return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** The account's fees from its variables; a malformed one is named in `missing`. */
+function feesOf(operator: LiveOperator, vars: (name: string) => string | undefined, missing: string[]): FeeSchedule {
+  const percent = vars('FEE_PERCENT');
+  const fixed = vars('FEE_FIXED');
+  const p = percent === undefined ? 0 : Number(percent);
+  const f = fixed === undefined ? 0 : Number(fixed);
+  if (!(Number.isFinite(p) && p >= 0 && p <= 100)) missing.push(`${PREFIX[operator]}FEE_PERCENT as a number from 0 to 100`);
+  if (!(Number.isSafeInteger(f) && f >= 0)) missing.push(`${PREFIX[operator]}FEE_FIXED as a whole number of minor units`);
+  return p === 0 && f === 0 ? NO_FEE : { percent: p, fixed: f };
 }
 
 const trimUrl = (url: string) => url.replace(/\/+$/, '');
@@ -115,6 +134,7 @@ export function accountOf(operator: LiveOperator, vars: (name: string) => string
     if (value === undefined) missing.push(`${PREFIX[operator]}${name}`);
     return value ?? '';
   };
+  const fees = feesOf(operator, vars, missing);
   if (operator === 'mtn_momo') {
     const config: MtnMomoConfig = {
       baseUrl: trimUrl(need('BASE_URL')),
@@ -124,7 +144,7 @@ export function accountOf(operator: LiveOperator, vars: (name: string) => string
     };
     if (missing.length) return null;
     const sandbox = config.targetEnvironment === 'sandbox';
-    return { id: `mtn_momo:${config.targetEnvironment}`, operator, countries: countries ?? mtnCountries(config.targetEnvironment), sandbox, config };
+    return { id: `mtn_momo:${config.targetEnvironment}`, operator, countries: countries ?? mtnCountries(config.targetEnvironment), sandbox, fees, config };
   }
   if (operator === 'mpesa') {
     const config: MpesaConfig = {
@@ -138,12 +158,12 @@ export function accountOf(operator: LiveOperator, vars: (name: string) => string
     };
     if (missing.length) return null;
     // Daraja is Safaricom Kenya's: whatever a file says, an M-Pesa account serves Kenya only.
-    return { id: `mpesa:${config.shortcode}`, operator, countries: ['KE'], sandbox: false, config };
+    return { id: `mpesa:${config.shortcode}`, operator, countries: ['KE'], sandbox: false, fees, config };
   }
   const config: WaveConfig = { baseUrl: trimUrl(need('BASE_URL')), apiKey: need('API_KEY'), webhookSecret: need('WEBHOOK_SECRET') };
   if (missing.length) return null;
   const served = countries ?? [(vars('COUNTRY') ?? 'SN').toUpperCase()];
-  return { id: `wave:${served.join('+')}`, operator, countries: served, sandbox: false, config };
+  return { id: `wave:${served.join('+')}`, operator, countries: served, sandbox: false, fees, config };
 }
 
 /** The accounts of `OPERATOR_ACCOUNTS_FILE`; throws with every problem found (never a value). */

@@ -45,7 +45,8 @@ const HEALTH_WINDOW_MIN = 5;
 const HEALTH_MIN_FAILURES = 3;
 
 function healthKey(prefix: string, operator: string, minute: number): string {
-  return `${prefix}:operator-health:${operator}:${minute}`;
+  // Hash-tagged by the operator: one pipeline reads its minutes (one slot on a cluster).
+  return `${prefix}:operator-health:{${operator}}:${minute}`;
 }
 
 /**

@@ -3,7 +3,8 @@
  * leaves the service: storage-only fields never do, and secrets only where asked.
  */
 import { fromPairs } from './metadata.js';
-import type { ApiKeyDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import type { ApiKeyDoc, BalanceDoc, BalanceTransactionDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc, WebhookEndpointDoc } from './documents.js';
+import { NO_OPERATOR, REPORTING_CATEGORIES } from './ledger.js';
 import { maskPhone } from './lifecycle.js';
 import type { NumberResolution, OperatorEntry } from './operator-catalog.js';
 import type { OperatorStatus } from './operator-status.js';
@@ -55,6 +56,48 @@ export function presentRefund(doc: Omit<RefundDoc, 'answer' | 'requested' | 'ope
     operator: doc.operator,
     created: doc.created,
     livemode: doc.livemode,
+  };
+}
+
+/** A balance transaction (DESIGN section 16), Stripe's shape with `operator` and `balance_after`. */
+export function presentBalanceTransaction(doc: BalanceTransactionDoc) {
+  return {
+    id: doc._id,
+    object: 'balance_transaction' as const,
+    amount: doc.amount,
+    currency: doc.currency,
+    fee: doc.fee,
+    net: doc.net,
+    type: doc.type,
+    source: doc.source,
+    operator: doc.operator,
+    description: doc.description,
+    status: 'available' as const,
+    created: doc.created,
+    available_on: doc.created,
+    reporting_category: REPORTING_CATEGORIES[doc.type],
+    balance_after: doc.balance_after,
+    livemode: doc.livemode,
+  };
+}
+
+/**
+ * A scope's balance, Stripe's shape: one entry per currency in `available` (every
+ * posting is available at once) and in `pending` (always 0), with `by_operator`
+ * beside them: where the available money sits.
+ */
+export function presentBalance(docs: readonly BalanceDoc[], livemode: boolean) {
+  const sorted = [...docs].sort((a, b) => a.currency.localeCompare(b.currency));
+  return {
+    object: 'balance' as const,
+    available: sorted.map((d) => ({ amount: d.available, currency: d.currency, source_types: { mobile_money: d.available } })),
+    pending: sorted.map((d) => ({ amount: 0, currency: d.currency, source_types: { mobile_money: 0 } })),
+    by_operator: sorted.flatMap((d) =>
+      Object.entries(d.by_operator)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([operator, amount]) => ({ operator: operator === NO_OPERATOR ? null : operator, amount, currency: d.currency })),
+    ),
+    livemode,
   };
 }
 

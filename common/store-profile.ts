@@ -48,13 +48,34 @@ export interface StoreProfile {
    * its candidates with one query instead of one scan per class and per page.
    */
   queriesUseIndexes: boolean;
+  /**
+   * The server takes `$elemMatch` with field conditions (`{metadata: {$elemMatch: {k, v}}}`):
+   * a metadata search then bounds one index on the pair; without it, the key and the
+   * value are matched apart and the pair checked in the api (api/queries/search.ts).
+   */
+  elemMatchFields: boolean;
 }
 
 export const STORE_PROFILES: Readonly<Record<StoreProfileName, StoreProfile>> = {
-  mongodb: { name: 'mongodb', atomicConditionalUpdates: true, writesInFlight: 32, transitionWritesInFlight: 16, transitionBatchMax: 64, updateStatementBoundMs: 0, intentsConcurrency: 64, queriesUseIndexes: true },
+  mongodb: { name: 'mongodb', atomicConditionalUpdates: true, writesInFlight: 32, transitionWritesInFlight: 16, transitionBatchMax: 64, updateStatementBoundMs: 0, intentsConcurrency: 64, queriesUseIndexes: true, elemMatchFields: true },
   // One writer (SQLite): more writes in flight only queue inside the database.
-  ferretdb: { name: 'ferretdb', atomicConditionalUpdates: false, writesInFlight: 2, transitionWritesInFlight: 1, transitionBatchMax: 16, updateStatementBoundMs: 1000, intentsConcurrency: 16, queriesUseIndexes: false },
+  ferretdb: { name: 'ferretdb', atomicConditionalUpdates: false, writesInFlight: 2, transitionWritesInFlight: 1, transitionBatchMax: 16, updateStatementBoundMs: 1000, intentsConcurrency: 16, queriesUseIndexes: false, elemMatchFields: false },
 };
+
+/**
+ * The filter of an update that must find the document as it was read: `_id` plus
+ * `condition` where the store applies a filter and its write as one atomic step
+ * (`atomicConditionalUpdates`), so the condition decides a race by itself; `_id`
+ * alone elsewhere, where the condition would decide nothing and costs a scan, and
+ * the record lock is the only guard (docs/storage.md).
+ */
+export function conditionalUpdateFilter<Id, C extends object>(
+  profile: Pick<StoreProfile, 'atomicConditionalUpdates'>,
+  _id: Id,
+  condition: C,
+): { _id: Id } | ({ _id: Id } & C) {
+  return profile.atomicConditionalUpdates ? { _id, ...condition } : { _id };
+}
 
 /** The profile of the server behind `db`: one `buildInfo`, whose `ferretdbVersion` names the local stack's server. */
 export async function detectStoreProfile(db: Db): Promise<StoreProfile> {

@@ -16,17 +16,22 @@ if (!fs.existsSync(cli)) {
   process.exit(2);
 }
 
+const args = process.argv.slice(2);
+// `help`, `--help`, `-h`: the usage, which needs no server (the CLI's asksForHelp).
+const options = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+const help = options[0] === 'help' || options.includes('--help') || options.includes('-h');
+
 const dataDir = process.env.NPM_START_DATA_DIR || path.join(ROOT, '.data');
 const { env, from } = withServiceEnv(process.env, dataDir);
-if (!env.MONGODB_URL) {
+if (!env.MONGODB_URL && !help) {
   process.stderr.write(
     'npm run cli: MONGODB_URL is not set and no `npm start` is running in this checkout: ' +
       'start it, or export MONGODB_URL (and REDIS_URL, so that revocations reach running apis at once)\n',
   );
   process.exit(2);
 }
-if (from) process.stderr.write(`npm run cli: using the servers of the running npm start (${path.relative(process.cwd(), from)})\n`);
+if (from && !help) process.stderr.write(`npm run cli: using the servers of the running npm start (${path.relative(process.cwd(), from)})\n`);
 
-const child = spawn(process.execPath, [cli, ...process.argv.slice(2)], { cwd: ROOT, env, stdio: 'inherit' });
+const child = spawn(process.execPath, [cli, ...args], { cwd: ROOT, env, stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 130 : 1)));

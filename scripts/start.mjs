@@ -1,5 +1,5 @@
 // npm start: install and build when needed, start local Redis and FerretDB
-// (data in ./.data) unless REDIS_URL / MONGODB_URL are set, then one api and
+// (data in ./.data) unless REDIS_URL (or REDIS_CLUSTER_NODES) / MONGODB_URL are set, then one api and
 // one worker. Ctrl-C stops everything: the api first, then the worker, then the servers.
 // NPM_START_DATA_DIR names another data directory than .data/ (the tests use it).
 
@@ -131,16 +131,19 @@ try {
 }
 
 let stack = null;
+// A Redis Cluster (REDIS_CLUSTER_NODES, DESIGN section 19) stands for REDIS_URL: no local Redis.
+const clusterNodes = process.env.REDIS_CLUSTER_NODES || null;
 let redisUrl = process.env.REDIS_URL || null;
 let mongoUrl = process.env.MONGODB_URL || null;
-if (!redisUrl || !mongoUrl) {
-  say(`starting local ${[!redisUrl && 'Redis', !mongoUrl && 'FerretDB'].filter(Boolean).join(' and ')} (data in ${DATA_SHOWN}/)`);
+const wantRedis = !redisUrl && !clusterNodes;
+if (wantRedis || !mongoUrl) {
+  say(`starting local ${[wantRedis && 'Redis', !mongoUrl && 'FerretDB'].filter(Boolean).join(' and ')} (data in ${DATA_SHOWN}/)`);
   try {
-    stack = await startStack({ dataDir: DATA_DIR, persistent: true, redis: !redisUrl, mongo: !mongoUrl });
+    stack = await startStack({ dataDir: DATA_DIR, persistent: true, redis: wantRedis, mongo: !mongoUrl });
   } catch (error) {
     die(error);
   }
-  redisUrl ??= stack.redisUrl;
+  if (wantRedis) redisUrl = stack.redisUrl;
   mongoUrl ??= stack.mongoUrl;
 }
 
@@ -154,7 +157,7 @@ say(
 const env = {
   ...process.env,
   WEBHOOK_ALLOW_PRIVATE_TARGETS: allowPrivateTargets,
-  REDIS_URL: redisUrl,
+  ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
   MONGODB_URL: mongoUrl,
   ADMIN_TOKEN: adminToken(),
   PORT: port,
@@ -255,9 +258,11 @@ if (!shuttingDown) {
     `  Payments API     ${baseUrl}${ready ? '' : '   (not ready yet: see /readyz)'}`,
     `  Test API key     ${testKey ?? '(none: see above)'}${testKey ? `   (kept in ${DATA_SHOWN}/default-test-key)` : ''}`,
     `  Admin token      ${env.ADMIN_TOKEN}`,
-    `  Queue dashboard  ${baseUrl}/admin/queues`,
+    `  Queue dashboard  ${baseUrl}/admin/queues   (sign in as user "admin", password: the admin token)`,
     `  Webhooks         ${allowPrivateTargets === 'true' ? 'test mode may reach local and private addresses (WEBHOOK_ALLOW_PRIVATE_TARGETS=true)' : 'public addresses only'}`,
-    `  Redis            ${redisUrl}${stack?.redisUrl ? ` (local, ${DATA_SHOWN}/redis)` : ''}`,
+    clusterNodes
+      ? `  Redis Cluster    ${clusterNodes}${process.env.QUEUE_SHARDS ? ` (QUEUE_SHARDS=${process.env.QUEUE_SHARDS})` : ''}`
+      : `  Redis            ${redisUrl}${stack?.redisUrl ? ` (local, ${DATA_SHOWN}/redis)` : ''}`,
     `  MongoDB          ${mongoUrl}${stack?.mongoUrl ? ` (local FerretDB, ${DATA_SHOWN}/ferretdb)` : ''}`,
     // The embedded store scans a whole collection for every query but a look-up by id (docs/storage.md).
     ...(stack?.mongoUrl

@@ -133,9 +133,9 @@ test('health checks everywhere, and depends_on waits for them', (t) => {
   t.deepEqual(services.loadtest?.depends_on, { api: { condition: 'service_healthy' }, worker: { condition: 'service_healthy' } });
 });
 
-test('stop grace periods cover the drain: the api waits up to CREATE_TIMEOUT_MS plus its own 5 s margin', (t) => {
+test('stop grace periods cover the drain: the api waits up to WRITE_TIMEOUT_MS plus its own 5 s margin', (t) => {
   const api = loadConfig(envOf('api'));
-  t.true(seconds(services.api?.stop_grace_period) * 1000 > api.createTimeoutMs + 5000);
+  t.true(seconds(services.api?.stop_grace_period) * 1000 > api.writeTimeoutMs + 5000);
   t.true(seconds(services.worker?.stop_grace_period) * 1000 > api.webhooks.timeoutMs);
 });
 

@@ -37,10 +37,13 @@ const sqlite3 = findSqlite3();
 
     // Another writer holds SQLite's write lock for twice the intent lock's ttl.
     const holdMs = 2 * INTENT_LOCK.ttlMs;
-    const holder = spawn(sqlite3!, [path.join(dir, 'sqlite', 'busy.sqlite')], { stdio: ['pipe', 'ignore', 'inherit'] });
+    const holder = spawn(sqlite3!, [path.join(dir, 'sqlite', 'busy.sqlite')], { stdio: ['pipe', 'pipe', 'inherit'] });
     const exited = new Promise<void>((resolve) => holder.on('exit', () => resolve()));
-    holder.stdin.end(`BEGIN IMMEDIATE;\nUPDATE _ferretdb_collections SET name = name;\n.shell sleep ${holdMs / 1000}\nCOMMIT;\n.quit\n`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // It says when it holds the lock: the write below is sent only then.
+    let said = '';
+    const holding = new Promise<void>((resolve) => holder.stdout.on('data', (chunk: Buffer) => (said += chunk.toString()).includes('holding') && resolve()));
+    holder.stdin.end(`BEGIN IMMEDIATE;\nUPDATE _ferretdb_collections SET name = name;\n.print holding\n.shell sleep ${holdMs / 1000}\nCOMMIT;\n.quit\n`);
+    await holding;
 
     const sentMs = Date.now();
     const error = await intents.updateOne({ _id: 'pi_1' }, { $set: { n: 1 } }).then(

@@ -16,6 +16,8 @@ import { startFerretDB } from '#scripts/lib/servers.mjs';
 import { until } from './helpers/service.js';
 
 const sqlite3 = findSqlite3();
+/** The index keeper looks at the files every second (keepIdPathIndexes): one look has come after this. */
+const PAST_A_KEEPER_TICK_MS = 1500;
 const sql = (file: string, query: string) => execFileSync(sqlite3!, ['-batch', `file:${file}?mode=ro`, query], { encoding: 'utf8' });
 
 (sqlite3 ? test : test.skip)(
@@ -54,7 +56,7 @@ const sql = (file: string, query: string) => execFileSync(sqlite3!, ['-batch', `
 
     // A dropped database is not brought back by a later look at its file.
     await db.dropDatabase();
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await new Promise((resolve) => setTimeout(resolve, PAST_A_KEEPER_TICK_MS));
     t.false(fs.existsSync(file));
   },
 );

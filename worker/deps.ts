@@ -9,13 +9,14 @@ import { InputSeal } from '../common/input-seal.js';
 import { Seal } from '../common/seal.js';
 import type { IdGenerator } from '../common/ids.js';
 import { ANSWER_KEY_ID, openQueue, QUEUES, type DispatchEventData } from '../common/jobs.js';
+import { queueLayout, shardsOf } from '../common/queue-shards.js';
 import { logQueueErrors, type Logger } from '../common/logger.js';
 import type { Mongo } from '../common/mongo.js';
 import type { StoreProfile } from '../common/store-profile.js';
 import { InsertBatcher } from './group-commit.js';
 import { FencedUpdates } from './fenced-updates.js';
-import { KEPT_DOCS, KeptIntentDocs } from './lifecycle/kept-docs.js';
-import { through, WriteGate } from './lifecycle/write-gate.js';
+import { KEPT_FOR_CHANGES, KeptIntents } from '../common/kept-intents.js';
+import { through, WriteGate } from './write-gate.js';
 import { dispatchEvent } from './processors/dispatch-event.js';
 import type { LifecycleDeps } from './processors/payment-intent-lifecycle.js';
 import type { CheckDeps } from './processors/operator-check.js';
@@ -24,12 +25,17 @@ import { setRecordLockWait } from './record-lock.js';
 import { CALLBACK_KEY_ID } from './operators/mpesa/callbacks.js';
 import { ServiceKeyring } from '../common/service-keys.js';
 import type { RefundDeps } from './processors/refunds.js';
+import { ledgerBalance } from './payouts/balance.js';
+import type { PayoutDeps } from './payouts/create.js';
+import { DESTINATIONS_KEY_ID } from '../common/payouts.js';
 import type { EndpointMutationDeps } from './processors/webhook-endpoint-mutations.js';
 import { EndpointDirectory } from './webhooks/endpoint-directory.js';
 import { endpointSlots } from './webhooks/endpoint-slots.js';
 import { FirstAttempts } from './webhooks/first-attempt.js';
 import { PendingEvents } from './webhooks/pending-events.js';
 import { Redeliveries } from './webhooks/redeliveries.js';
+import { BalanceLedger } from './balance/ledger.js';
+import { accountFees, type Postings } from './balance/postings.js';
 
 /** An endpoint slot's lease, renewed while its POST runs: a dead worker's slots are free again within it. */
 const SLOT_LEASE_MS = 3_000;
@@ -79,17 +85,22 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   const collections = mongo.collections;
   // Dispatch jobs retry infrastructure faults for a while, then the sweeper takes over;
   // a completed one is removed so the sweeper can add its id again.
-  const eventsQueue = openQueue(QUEUES.events, {
-    connection: redis.queues,
-    prefix,
-    defaultJobOptions: { attempts: 20, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: 1000 },
-  });
-  const webhooksQueue = openQueue(QUEUES.webhooks, { connection: redis.queues, prefix });
-  const maintenanceQueue = openQueue(QUEUES.maintenance, { connection: redis.queues, prefix });
-  const intentsQueue = openQueue(QUEUES.intents, { connection: redis.queues, prefix });
+  const layout = queueLayout(config);
+  const eventsQueue = openQueue(
+    QUEUES.events,
+    {
+      connection: redis.queues,
+      prefix,
+      defaultJobOptions: { attempts: 20, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: 1000 },
+    },
+    layout,
+  );
+  const webhooksQueue = openQueue(QUEUES.webhooks, { connection: redis.queues, prefix }, layout);
+  const maintenanceQueue = openQueue(QUEUES.maintenance, { connection: redis.queues, prefix }, layout);
+  const intentsQueue = openQueue(QUEUES.intents, { connection: redis.queues, prefix }, layout);
   // Read only: how many creates wait (deliveries yield to them).
-  const writesQueue = openQueue(QUEUES.writes, { connection: redis.queues, prefix });
-  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue, intentsQueue, writesQueue], logger);
+  const writesQueue = openQueue(QUEUES.writes, { connection: redis.queues, prefix }, layout);
+  logQueueErrors([eventsQueue, webhooksQueue, maintenanceQueue, intentsQueue, writesQueue].flatMap(shardsOf), logger);
   // One gate for the process's batched inserts and transition updates (write-gate.ts).
   const writesInFlight = config.workerWritesInFlight ?? storeProfile.writesInFlight;
   const transitionWritesInFlight = Math.min(writesInFlight, config.workerTransitionWritesInFlight ?? storeProfile.transitionWritesInFlight);
@@ -123,11 +134,14 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   // Events are fanned out in the job that records them (their first attempts made
   // there too); the dispatch job is the fallback.
   const fanOut = (event: DispatchEventData, json: string) => dispatchEvent(dispatchDeps, event, json);
-  // The intents this worker wrote last, for their next step (lifecycle/kept-docs.ts).
-  const kept = new KeptIntentDocs({ ...KEPT_DOCS, now });
+  // The intents this worker wrote last, for their next step (common/kept-intents.ts).
+  const kept = new KeptIntents({ redis: redis.commands, prefix, now, ...KEPT_FOR_CHANGES });
   redis.commands.on('close', () => kept.clear());
   // The callback URLs' tokens are keyed with a service key of their own (DESIGN section 14).
   const callbackKeys = new ServiceKeyring(collections.serviceKeys, CALLBACK_KEY_ID, keyring);
+  // The ledger: postings of a balance that meet go in one round (balance/ledger.ts).
+  const ledger = new BalanceLedger({ collections, inserts, redis: redis.commands, prefix, ids, now, atomicConditionalUpdates: storeProfile.atomicConditionalUpdates, gate: writes });
+  const postings: Postings = { ledger, feesOf: accountFees(config.liveOperators.accounts) };
   const lifecycleDeps: LifecycleDeps = {
     ...createDeps,
     eventsQueue,
@@ -153,9 +167,18 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     kept,
     eventRetentionMs: config.retention.eventMs,
     logger,
+    postings,
   };
   const refundDeps: RefundDeps = { ...lifecycleDeps, publicBaseUrl: config.publicBaseUrl, refundLimitMs: config.liveOperators.refundLimitMs, refundLimitPerIntent: config.refundLimitPerIntent };
   const checkDeps: CheckDeps = { ...lifecycleDeps, pollScheduleMs: config.liveOperators.pollScheduleMs };
+  const payoutDeps: PayoutDeps = {
+    ...lifecycleDeps,
+    pollScheduleMs: config.liveOperators.pollScheduleMs,
+    breakerFailures: config.liveOperators.breakerFailures,
+    giveUpMs: config.liveOperators.refundLimitMs,
+    balance: ledgerBalance(ledger, { collections }),
+    destinations: new Seal(collections.serviceKeys, DESTINATIONS_KEY_ID, keyring),
+  };
 
   const redeliveries = new Redeliveries(redis.commands, {
     prefix,
@@ -191,7 +214,10 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
     lifecycleDeps,
     refundDeps,
     checkDeps,
+    payoutDeps,
+    ledger,
     redeliveries,
     endpointDeps,
+    postings,
   };
 }

@@ -21,12 +21,20 @@ export interface IdentityDeps {
 
 /** Whether `eventId` records the change named `key`: it does when it took the key first, or had taken it. */
 export async function claimEvent(deps: IdentityDeps, key: string, eventId: string): Promise<boolean> {
+  return (await claimEventOnce(deps, key, eventId)) !== 'other';
+}
+
+/**
+ * As `claimEvent`, telling a first claim (`taken`: nothing of this change was
+ * recorded before, by anyone) from a retry's (`mine`) and another event's (`other`).
+ */
+export async function claimEventOnce(deps: IdentityDeps, key: string, eventId: string): Promise<'taken' | 'mine' | 'other'> {
   try {
     await deps.inserts.insert(deps.collections.eventKeys, { _id: key, event: eventId });
-    return true;
+    return 'taken';
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
   }
   const taken = await deps.collections.eventKeys.findOne({ _id: key });
-  return taken?.event === eventId;
+  return taken?.event === eventId ? 'mine' : 'other';
 }

@@ -31,7 +31,7 @@
  */
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type UpdateFilter } from 'mongodb';
 import { DocumentWriteError } from '../common/mongo.js';
-import type { Gate } from './lifecycle/write-gate.js';
+import type { Gate } from './write-gate.js';
 
 export interface FencedUpdate<T extends Document> {
   collection: Collection<T>;

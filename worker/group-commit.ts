@@ -13,13 +13,13 @@
  * - A batch is flushed when it holds `maxDocs` documents, or `waitMs` after its
  *   first one arrived, whichever comes first. With `maxDocs` ≤ 1 or `waitMs` 0
  *   every insert goes alone (no batching).
- * - With a write gate (lifecycle/write-gate.ts), a flushed batch waits its turn
+ * - With a write gate (write-gate.ts), a flushed batch waits its turn
  *   there, in the gate's first lane, and documents that arrive meanwhile join it (up
  *   to `maxDocs`): the busier the database, the more each commit carries.
  */
 import { MongoBulkWriteError, type Collection } from 'mongodb';
 import { DocumentWriteError } from '../common/mongo.js';
-import type { WriteGate } from './lifecycle/write-gate.js';
+import type { WriteGate } from './write-gate.js';
 
 export interface GroupCommitOptions {
   maxDocs: number;

@@ -3,14 +3,15 @@
  * housekeeping, event dispatch and webhook delivery.
  * Any number of these run side by side against the same Redis and MongoDB.
  */
-import type { MinimalJob } from 'bullmq';
+import type { MinimalJob, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../common/config.js';
 import { IdGenerator } from '../common/ids.js';
-import { QUEUES, startTypedWorker } from '../common/jobs.js';
+import { QUEUES, startTypedWorkers, typedWorkerMaker, type QueueName } from '../common/jobs.js';
+import { queueLayout } from '../common/queue-shards.js';
 import { createLogger, type Logger } from '../common/logger.js';
 import { connect, ensureIndexes, openMongo, untilDone } from '../common/mongo.js';
-import { createRedis } from '../common/redis.js';
+import { createRedis, redisTarget } from '../common/redis.js';
 import { jitteredBackoff } from '../common/retry.js';
 import { closeRedis, runEntryPoint, runShutdownSteps, stopOnSignals, type ShutdownStep } from '../common/shutdown.js';
 import { resolveStoreProfile, type StoreProfile } from '../common/store-profile.js';
@@ -21,6 +22,7 @@ import { scheduleHousekeeping } from './schedules.js';
 import { priorAttempts } from './webhooks/first-attempt.js';
 import { WEBHOOK_BACKOFF, webhookBackoff } from './webhooks/retry-policy.js';
 import { yieldToCreates } from './webhooks/yield-to-creates.js';
+import { watchWedgedWorkers } from './wedged-workers.js';
 
 export type { WorkerDeps, WorkerRedis } from './deps.js';
 
@@ -40,6 +42,13 @@ export function stalledCheckMs(jobLockMs: number): number {
 export function cappedBackoff(attemptsMade: number, random: () => number = Math.random): number {
   return jitteredBackoff(attemptsMade, { baseMs: 250, capMs: 10_000, random });
 }
+
+/**
+ * A queue shard whose delayed jobs are this overdue with nothing waiting has no worker
+ * that fetches (an idle live one wakes at least every 10 s): its worker is replaced.
+ */
+const WEDGED_GRACE_MS = 20_000;
+const WEDGED_CHECK_MS = 5_000;
 
 export interface Running {
   close(): Promise<void>;
@@ -74,17 +83,37 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   const jobs = buildJobDeps(deps);
   const { first, pending } = jobs;
   const common = workerOptions(config, redis.workers);
-  const writes = startTypedWorker(QUEUES.writes, routeJobs(writesRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
-  const intents = startTypedWorker(QUEUES.intents, routeJobs(intentsRoutes(jobs)), { ...common, concurrency: jobs.intentsConcurrency });
-  const maintenance = startTypedWorker(QUEUES.maintenance, routeJobs(maintenanceRoutes(jobs)), { ...common, concurrency: 1 });
-  const events = startTypedWorker(QUEUES.events, routeJobs(eventsRoutes(jobs)), { ...common, concurrency: config.workerConcurrency });
-  const webhooks = startTypedWorker(QUEUES.webhooks, routeJobs(webhooksRoutes(jobs)), { ...common, concurrency: config.webhooks.concurrency });
-  jobs.deliveries.worker = webhooks;
+  // One BullMQ worker per shard of each queue (common/queue-shards.ts), each with the queue's concurrency.
+  const layout = queueLayout(config);
+  // Each queue's makers too: a wedged worker is replaced by a new one (wedged-workers.ts).
+  const makers = new Map<Worker[], (shard: string) => Worker>();
+  const start = <Q extends QueueName>(name: Q, processor: Parameters<typeof typedWorkerMaker<Q>>[0], concurrency: number): Worker[] => {
+    const options = { ...common, concurrency };
+    const group = startTypedWorkers(name, processor, options, layout);
+    makers.set(group, typedWorkerMaker(processor, options));
+    return group;
+  };
+  const writes = start(QUEUES.writes, routeJobs(writesRoutes(jobs)), config.workerConcurrency);
+  const intents = start(QUEUES.intents, routeJobs(intentsRoutes(jobs)), jobs.intentsConcurrency);
+  const maintenance = start(QUEUES.maintenance, routeJobs(maintenanceRoutes(jobs)), 1);
+  const events = start(QUEUES.events, routeJobs(eventsRoutes(jobs)), config.workerConcurrency);
+  const webhooks = start(QUEUES.webhooks, routeJobs(webhooksRoutes(jobs)), config.webhooks.concurrency);
+  const groups = [writes, intents, maintenance, events, webhooks];
+  // The delivery workers' concurrency, set and read as one (yield-to-creates.ts, first attempts).
+  const deliveries = {
+    get concurrency() {
+      return webhooks[0]!.concurrency;
+    },
+    set concurrency(value: number) {
+      for (const w of webhooks) w.concurrency = value;
+    },
+  };
+  jobs.deliveries.worker = deliveries;
 
   // Listened to before anything is awaited: a BullMQ worker connects as it is made,
   // and its connection's errors (Redis away while this process starts) with no
   // listener went to stderr as bare stack traces instead of the log.
-  const workers = [writes, intents, maintenance, events, webhooks];
+  const workers = [...writes, ...intents, ...maintenance, ...events, ...webhooks];
   for (const w of workers) {
     w.on('failed', (job, err) => logger.warn({ queue: w.name, job: job?.name, job_id: job?.id, err: err.message }, 'job attempt failed'));
     w.on('error', (err) => logger.warn({ queue: w.name, err: err.message }, 'worker error'));
@@ -94,7 +123,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   for (const w of workers) w.run().catch((err: Error) => logger.error({ queue: w.name, err: err.message }, 'worker stopped'));
   const stopYielding = yieldToCreates({
     creates: jobs.writesQueue,
-    deliveries: webhooks,
+    deliveries,
     full: config.webhooks.concurrency,
     reduced: Math.max(1, Math.ceil(config.webhooks.concurrency / 10)),
     backlog: config.workerConcurrency,
@@ -102,16 +131,20 @@ export async function startWorker(deps: WorkerDeps): Promise<Running> {
   });
   const metrics = await startWorkerMetrics(config, logger, workers, first, deps.mongo.client);
   const tally = startJobTally(redis.commands, config.queuePrefix, workers, logger);
+  // After the listeners above: a replacement takes them over.
+  const stopWatching = watchWedgedWorkers({ groups, make: makers, redis: redis.commands, prefix: config.queuePrefix, logger, graceMs: WEDGED_GRACE_MS, everyMs: WEDGED_CHECK_MS });
   logStarted(logger, config, storeProfile, jobs);
 
   return {
     async close() {
       stopSchedules();
       stopYielding();
+      stopWatching();
       // Let active jobs finish, then close the queues; each step on its own.
       await runShutdownSteps(
         [
-          ...workers.map((w): ShutdownStep => [`worker ${w.name}`, () => w.close()]),
+          // The workers now: some may have been replaced since the start.
+          ...groups.flat().map((w): ShutdownStep => [`worker ${w.name}`, () => w.close()]),
           // Started by jobs that have finished; a chain that goes on needs the queues.
           ['first webhook attempts', () => first.drain()],
           ['events queue', () => jobs.eventsQueue.close()],
@@ -164,9 +197,9 @@ async function main(): Promise<void> {
     },
   );
   const redis: WorkerRedis = {
-    commands: createRedis(config.redisUrl, 'failFast', 'worker', { autoPipelining: true }),
-    queues: createRedis(config.redisUrl, 'patient', 'worker-queues'),
-    workers: createRedis(config.redisUrl, 'patient', 'worker-bullmq'),
+    commands: createRedis(redisTarget(config), 'failFast', 'worker', { autoPipelining: true }),
+    queues: createRedis(redisTarget(config), 'patient', 'worker-queues'),
+    workers: createRedis(redisTarget(config), 'patient', 'worker-bullmq'),
   };
   const now = Date.now;
   const running = await startWorker({ config, logger, mongo, redis, now, ids: new IdGenerator(now), storeProfile: storeProfile! });

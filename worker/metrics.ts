@@ -5,6 +5,7 @@
  * first attempts made in place, which are no jobs, and the driver's commands. Queue depth is
  * global state in Redis: the api reports it for every queue, so it is not repeated here.
  */
+import { baseQueueName } from '../common/queue-shards.js';
 import { createServer } from 'node:http';
 import type { Worker } from 'bullmq';
 import type { Config } from '../common/config.js';
@@ -33,9 +34,9 @@ export async function startWorkerMetrics(
   if (firstAttempts) firstAttemptMetric(registry, firstAttempts.outcomes);
   if (mongo) mongoCommandMetrics(registry, mongo);
   for (const worker of workers) {
-    worker.on('completed', (job) => jobs.observe(worker.name, job, 'completed'));
+    worker.on('completed', (job) => jobs.observe(baseQueueName(worker.name), job, 'completed'));
     worker.on('failed', (job) => {
-      if (job) jobs.observe(worker.name, job, 'failed');
+      if (job) jobs.observe(baseQueueName(worker.name), job, 'failed');
     });
   }
 
@@ -86,9 +87,9 @@ const TALLY_FLUSH_MS = 1000;
 export function startJobTally(redis: TallyWriter, prefix: string, workers: Worker[], logger: Logger): { close(): Promise<void> } {
   const tally = new JobTally(jobTallyKey(prefix), redis);
   for (const worker of workers) {
-    worker.on('completed', (job) => tally.observe(worker.name, job, 'completed'));
+    worker.on('completed', (job) => tally.observe(baseQueueName(worker.name), job, 'completed'));
     worker.on('failed', (job) => {
-      if (job) tally.observe(worker.name, job, 'failed');
+      if (job) tally.observe(baseQueueName(worker.name), job, 'failed');
     });
   }
   const flush = () =>

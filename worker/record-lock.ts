@@ -25,7 +25,7 @@
  *   only guard there too; on the local stack's store it also keeps a delivery noting
  *   a failure from putting back the url a merchant just changed.
  *
- * The lock expires by itself (`ttlMs`) unless its holder renews it: a live holder
+ * The lock (common/redis-lock.ts, the service's one) expires by itself (`ttlMs`) unless its holder renews it: a live holder
  * renews it every third of that while it waits (the write gate, a slow database), so
  * only a worker that died (or lost Redis) lets it expire. How short it may be is
  * bounded by the store, not by Redis: a write a killed worker had sent is still
@@ -46,8 +46,8 @@
  */
 import type { Redis } from 'ioredis';
 import type { Collection } from 'mongodb';
-import { randomBase62 } from '../common/ids.js';
 import { intentTokenReplacement } from '../common/intent-tokens.js';
+import { LockTimeout, TokenLock } from '../common/redis-lock.js';
 
 export interface RecordLockOptions {
   /** How long the lock lives unless renewed. */
@@ -76,45 +76,22 @@ export function setRecordLockWait(waitMs: number): void {
 }
 
 /** The record stayed locked past the wait: another writer holds it. Not a fault of ours; a request answers 409. */
-export class RecordLockTimeout extends Error {
-  constructor(readonly key: string, waitMs: number) {
-    super(`${key} stayed locked for ${waitMs} ms`);
-    this.name = 'RecordLockTimeout';
+export { LockTimeout as RecordLockTimeout };
+
+/**
+ * A record's lock: the service's one Redis lock (common/redis-lock.ts), with a
+ * heartbeat while held, and the record's ttl and wait.
+ */
+export class RecordLock extends TokenLock {
+  constructor(redis: Redis, key: string, options: RecordLockOptions = RECORD_LOCK) {
+    super(redis, key, { ttlMs: options.ttlMs, waitMs: options.waitMs });
   }
 }
 
-const ACQUIRE_AND_GET = `if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, redis.call('get', KEYS[2])} else return {0} end`;
-// Renewals only ever extend: a fence that renewed for longer than the lock's ttl (a
-// grouped update, ./fenced-updates.ts) is not cut short by the heartbeat after it.
-const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then
-  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then redis.call('pexpire', KEYS[1], ARGV[2]) end
-  return 1
-else return 0 end`;
-const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
-// The same, with a key set in the same round trip: by the renewal only while the lock
-// is this holder's (nothing is sent otherwise), by the release whoever holds it.
-const RENEW_AND_SET = `if redis.call('get', KEYS[1]) == ARGV[1] then
-  redis.call('set', KEYS[2], ARGV[3], 'PX', ARGV[4])
-  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then redis.call('pexpire', KEYS[1], ARGV[2]) end
-  return 1
-else return 0 end`;
-const RELEASE_AND_SET = `redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
-
-/**
- * A key set in the same round trip as a lock command, where a write's protocol sets
- * one right before the write or right after it (an intent's token,
- * common/intent-tokens.ts): one Redis command less per write, on the path every
- * payment takes three times.
- */
-export interface AlsoSet {
-  key: string;
-  value: string;
-  px: number;
-}
-
 export function intentLockKey(prefix: string, paymentIntent: string): string {
-  return `${prefix}:intent-lock:${paymentIntent}`;
+  // Hash-tagged by the intent, as its token (common/intent-tokens.ts): a script that takes the
+  // lock also reads or sets the token, and on a cluster both must be in one slot.
+  return `${prefix}:intent-lock:{${paymentIntent}}`;
 }
 
 export function endpointLockKey(prefix: string, endpoint: string): string {
@@ -172,84 +149,5 @@ export async function withRecordLock<T>(
     return await work(lock);
   } finally {
     await lock.release();
-  }
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-export class RecordLock {
-  private token = '';
-  private heartbeat: NodeJS.Timeout | null = null;
-
-  constructor(
-    private readonly redis: Redis,
-    private readonly key: string,
-    private readonly options: RecordLockOptions = RECORD_LOCK,
-  ) {}
-
-  /**
-   * Waits until this holder has the lock; throws after `waitMs` (an infrastructure
-   * fault: the job is retried). With `read`, returns that key's value as it was the
-   * moment the lock was taken (null when absent), read in the same round trip.
-   */
-  async acquire(read?: string): Promise<string | null> {
-    // From the pooled random bytes of common/ids.ts, not a system call per lock.
-    const token = randomBase62(22);
-    const deadline = Date.now() + this.options.waitMs;
-    for (;;) {
-      const taken: [number, (string | null)?] = read
-        ? ((await this.redis.eval(ACQUIRE_AND_GET, 2, this.key, read, token, String(this.options.ttlMs))) as [number, string | null])
-        : [(await this.redis.set(this.key, token, 'PX', this.options.ttlMs, 'NX')) === 'OK' ? 1 : 0];
-      if (taken[0] === 1) {
-        this.token = token;
-        this.stopHeartbeat();
-        this.heartbeat = setInterval(() => void this.renew().catch(() => false), Math.floor(this.options.ttlMs / 3));
-        this.heartbeat.unref();
-        return taken[1] ?? null;
-      }
-      if (Date.now() > deadline) throw new RecordLockTimeout(this.key, this.options.waitMs);
-      await sleep(10 + Math.floor(Math.random() * 30));
-    }
-  }
-
-  /**
-   * Makes the lock live at least another `ttlMs` (and `extraMs` more: a write that
-   * may take that much longer to land, ./fenced-updates.ts); never shortens it.
-   * False when it is no longer this holder's.
-   */
-  async renew(also?: AlsoSet, extraMs = 0): Promise<boolean> {
-    const forMs = String(this.options.ttlMs + extraMs);
-    const renewed = also
-      ? await this.redis.eval(RENEW_AND_SET, 2, this.key, also.key, this.token, forMs, also.value, String(also.px))
-      : await this.redis.eval(RENEW, 1, this.key, this.token, forMs);
-    return renewed === 1;
-  }
-
-  /**
-   * Sends one write while this holder has the lock, renewed for a whole `ttlMs`
-   * right before it: null (nothing sent) when the lock is no longer this holder's.
-   * Each try of a retried write goes through here.
-   */
-  async fenced<T>(send: () => Promise<T>, also?: AlsoSet): Promise<T | null> {
-    if (!(await this.renew(also))) return null;
-    return send();
-  }
-
-  /**
-   * Frees the lock if it is still this holder's. Alone it never throws: an unreleased
-   * lock expires. With `also`, which must be set, a failure is thrown.
-   */
-  async release(also?: AlsoSet): Promise<void> {
-    this.stopHeartbeat();
-    if (also) {
-      await this.redis.eval(RELEASE_AND_SET, 2, this.key, also.key, this.token, also.value, String(also.px));
-      return;
-    }
-    await this.redis.eval(RELEASE, 1, this.key, this.token).catch(() => undefined);
-  }
-
-  private stopHeartbeat(): void {
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    this.heartbeat = null;
   }
 }

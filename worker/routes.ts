@@ -25,9 +25,11 @@ import { sweepEvents } from './processors/sweep-events.js';
 import { sweepIdempotency } from './processors/sweep-idempotency.js';
 import { sweepIntents, type RecentEvents } from './processors/sweep-intents.js';
 import { recordedBefore } from './lifecycle/transition.js';
+import { movementKeys } from '../common/ledger.js';
 import { sweepRefunds } from './processors/sweep-refunds.js';
 import { sweepRetention } from './processors/sweep-retention.js';
 import { probeOperators } from './processors/probe-operators.js';
+import { reconcile } from './reconcile/run.js';
 import {
   deleteWebhookEndpoint,
   recoverWebhookEvents,
@@ -37,6 +39,10 @@ import {
   updateWebhookEndpoint,
 } from './processors/webhook-endpoint-mutations.js';
 import { processRefund } from './refunds/process.js';
+import { checkPayoutBatch } from './payouts/batches.js';
+import { cancelPayout, createPayout, createPayoutBatch } from './payouts/create.js';
+import { processPayout } from './payouts/process.js';
+import { sweepPayouts } from './payouts/sweep.js';
 import { deliverWebhook } from './webhooks/deliver.js';
 import { settleDelivery } from './webhooks/pending-events.js';
 import { settleRedelivery } from './webhooks/redeliveries.js';
@@ -96,7 +102,7 @@ export function writesRoutes(deps: JobDeps): JobRoutes<'writes'> {
 const SHARE_RETRY_MS = 50;
 const LOCK_TIMEOUT_MESSAGE = 'Another request is changing this object right now; nothing was done. Retry shortly with the same idempotency key.';
 /** The writes that make a new object: they wait on no lock. */
-const CREATES = new Set<string>([JOBS.createPaymentIntent, JOBS.createWebhookEndpoint]);
+const CREATES = new Set<string>([JOBS.createPaymentIntent, JOBS.createWebhookEndpoint, JOBS.createPayout, JOBS.createPayoutBatch]);
 
 function scopeOf(data: unknown): string | null {
   const { project, livemode } = (data ?? {}) as { project?: unknown; livemode?: unknown };
@@ -123,7 +129,7 @@ class ScopeShare {
   }
 }
 
-function writesTable({ config, createDeps, eventsQueue, fanOut, intentsQueue, lifecycleDeps, endpointDeps, refundDeps }: JobDeps): JobRoutes<'writes'> {
+function writesTable({ config, createDeps, eventsQueue, fanOut, intentsQueue, lifecycleDeps, endpointDeps, refundDeps, payoutDeps }: JobDeps): JobRoutes<'writes'> {
   return {
     [JOBS.createPaymentIntent]: (job) => createPaymentIntent({ ...createDeps, eventsQueue, fanOut, intentsQueue }, job),
     [JOBS.confirmPaymentIntent]: (job) => confirmPaymentIntent(lifecycleDeps, job),
@@ -137,22 +143,29 @@ function writesTable({ config, createDeps, eventsQueue, fanOut, intentsQueue, li
     [JOBS.recoverWebhookEvents]: (job) => recoverWebhookEvents(endpointDeps, job),
     [JOBS.createRefund]: (job) => createRefund(refundDeps, job),
     [JOBS.updateRefund]: (job) => updateRefund(refundDeps, job),
+    [JOBS.createPayout]: (job) => createPayout(payoutDeps, job),
+    [JOBS.createPayoutBatch]: (job) => createPayoutBatch(payoutDeps, job),
+    [JOBS.cancelPayout]: (job) => cancelPayout(payoutDeps, job),
   };
 }
 
-export function intentsRoutes({ lifecycleDeps, refundDeps, checkDeps }: JobDeps): JobRoutes<'intents'> {
+export function intentsRoutes({ lifecycleDeps, refundDeps, checkDeps, payoutDeps }: JobDeps): JobRoutes<'intents'> {
   return {
     [JOBS.operatorOutcome]: (job) => applyOperatorOutcome(lifecycleDeps, job),
     [JOBS.expirePaymentIntent]: (job) => expirePaymentIntent(lifecycleDeps, job),
     [JOBS.operatorCheck]: (job) => checkAttempt(checkDeps, job),
     [JOBS.processRefund]: (job) => processRefund(refundDeps, job.data),
+    [JOBS.processPayout]: (job) => processPayout(payoutDeps, job.data),
+    [JOBS.checkPayoutBatch]: (job) => checkPayoutBatch(payoutDeps, job.data),
   };
 }
 
 /** How soon the retention sweep goes on after a pass that ran out of time: other maintenance jobs go first. */
 const RETENTION_FOLLOW_UP_MS = 1_000;
+/** How far back the refunds' sweep looks for balances whose last round a crash may have cut short. */
+const LEDGER_TAILS_RECENT_MS = 3_600_000;
 
-export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, maintenanceQueue, pending, refundDeps, lifecycleDeps, queriesUseIndexes }: JobDeps): JobRoutes<'maintenance'> {
+export function maintenanceRoutes({ config, now, collections, redis, prefix, intentsQueue, webhooksQueue, maintenanceQueue, pending, refundDeps, lifecycleDeps, payoutDeps, queriesUseIndexes, ledger }: JobDeps): JobRoutes<'maintenance'> {
   // A sweeper's pass walks for its budget, never longer than its interval (worker/sweep-walk.ts).
   const intentsBudgetMs = Math.min(config.sweepBudgetMs, config.intentsSweepIntervalMs);
   return {
@@ -162,8 +175,18 @@ export function maintenanceRoutes({ config, now, collections, redis, prefix, int
       const recent: RecentEvents | undefined = recentMs === undefined ? undefined : { recentMs, record: (doc, evt) => recordedBefore(lifecycleDeps, doc, evt) };
       return sweepIntents({ collections, intentsQueue, redis: redis.commands, prefix, queriesUseIndexes }, now(), { budgetMs: intentsBudgetMs }, recent);
     },
-    [JOBS.sweepRefunds]: (job) =>
-      sweepRefunds({ ...refundDeps, intentsQueue, redis: redis.commands, prefix, queriesUseIndexes }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs, { budgetMs: intentsBudgetMs }),
+    [JOBS.sweepRefunds]: async (job) => {
+      const pass = await sweepRefunds({ ...refundDeps, intentsQueue, redis: redis.commands, prefix, queriesUseIndexes }, now(), job.data.graceMs ?? config.intentsSweepIntervalMs, { budgetMs: intentsBudgetMs });
+      // The ledger's rounds cut short by a crash (balance/ledger.ts): the balances changed lately.
+      const tails = await ledger.completeTails(LEDGER_TAILS_RECENT_MS);
+      return { ...pass, ledger: tails };
+    },
+    [JOBS.adjustBalance]: async (job) => {
+      const { id, reference, currency, amount, description, project, livemode } = job.data;
+      const outcome = await ledger.post({ project, livemode, key: movementKeys.adjustment(reference), currency, type: 'adjustment', amount, source: id, operator: null, description });
+      if (outcome.kind !== 'posted') throw new Error(`adjustment ${id}: not posted`);
+      return { txn: outcome.txn._id };
+    },
     [JOBS.sweepRetention]: async () => {
       const pass = await sweepRetention({ collections, redis: redis.commands, prefix, retention: config.retention, now });
       if (!pass.done) {
@@ -172,7 +195,9 @@ export function maintenanceRoutes({ config, now, collections, redis, prefix, int
       }
       return pass;
     },
+    [JOBS.sweepPayouts]: () => sweepPayouts(payoutDeps, config.intentsSweepIntervalMs),
     [JOBS.probeOperators]: () => probeOperators({ connectors: lifecycleDeps.connectors, redis: redis.commands, prefix, config: config.liveOperators }),
+    [JOBS.reconcileOperator]: (job) => reconcile({ ...lifecycleDeps, ...refundDeps, operatorTimeoutMs: config.liveOperators.timeoutMs }, job.data.account),
     [JOBS.sweepEvents]: () =>
       sweepEvents(
         { collections, webhooksQueue, config: config.webhooks, pending, redis: redis.commands, prefix, queriesUseIndexes },

@@ -15,6 +15,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../common/config.js';
 import { JOBS, type TypedQueue } from '../common/jobs.js';
+import { onClusterChange } from '../common/redis.js';
 import type { Logger } from '../common/logger.js';
 import { BREAKER_PROBE_MS } from '../common/operator-breaker.js';
 
@@ -24,15 +25,21 @@ export async function scheduleHousekeeping(maintenanceQueue: TypedQueue<'mainten
     ['idempotency-sweep', config.idempotencySweepMs, JOBS.sweepIdempotency],
     ['intents-sweep', config.intentsSweepIntervalMs, JOBS.sweepIntents],
     ['refunds-sweep', config.intentsSweepIntervalMs, JOBS.sweepRefunds],
+    ['payouts-sweep', config.intentsSweepIntervalMs, JOBS.sweepPayouts],
     ['events-sweep', config.webhooks.sweepIntervalMs, JOBS.sweepEvents],
     // Storage is bounded (DESIGN section 20): a pass that runs out of time adds the next (routes.ts).
     ['retention-sweep', config.retention.sweepIntervalMs, JOBS.sweepRetention],
     // Live mode: an account whose breaker is open is probed until it answers (DESIGN section 14).
     ...(config.liveOperators.accounts.length > 0 ? [['operators-probe', BREAKER_PROBE_MS, JOBS.probeOperators] as const] : []),
   ] as const;
+  // Reconciliation (DESIGN section 16): one per live account, and one over the simulator.
+  const reconciles = [null, ...config.liveOperators.accounts.map((a) => a.id)];
   const schedule = async () => {
     for (const [id, every, name] of schedules) {
       await maintenanceQueue.upsertJobScheduler(id, { every }, { name, data: {}, opts: { removeOnComplete: 100, removeOnFail: 100 } });
+    }
+    for (const account of reconciles) {
+      await maintenanceQueue.upsertJobScheduler(`reconcile-${account ?? 'simulator'}`, { every: config.reconcileIntervalMs }, { name: JOBS.reconcileOperator, data: { account }, opts: { removeOnComplete: 100, removeOnFail: 100 } });
     }
   };
   await schedule();
@@ -43,8 +50,11 @@ export async function scheduleHousekeeping(maintenanceQueue: TypedQueue<'mainten
     redriveIntents(maintenanceQueue, config.jobLockMs, Date.now()).catch((err: Error) => logger.warn({ err: err.message }, 'could not sweep the intents after a reconnect'));
   };
   queues.on('ready', onReconnect);
+  // A cluster's failover is no reconnect of the client: its node change stands for one.
+  const stopWatching = onClusterChange(queues, onReconnect);
   return () => {
     queues.off('ready', onReconnect);
+    stopWatching();
   };
 }
 

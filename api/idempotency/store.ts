@@ -30,14 +30,14 @@
  *   the answer from the object is a read of MongoDB, a scan on the local stack's
  *   store: docs/storage.md).
  */
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../common/config.js';
 import { errors } from '../../common/errors.js';
 import { decodeEntry, encodeDone, FINGERPRINT_KEY_ID, fingerprintMatches, idempotentJobId, recordPointer, RECORD_POINTER_PREFIX, type CachedEntry } from '../../common/idempotency.js';
 import { ServiceKeyring } from '../../common/service-keys.js';
-import type { CreateResultMessage, IdempotencyJobInfo, Scope } from '../../common/jobs.js';
+import type { WriteResultMessage, IdempotencyJobInfo, Scope } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
+import { TokenLock } from '../../common/redis-lock.js';
 import { presentPaymentIntent, presentWebhookEndpoint } from '../../common/presenters.js';
 import { describeKeyedRequest, type KeyedRequest } from './keyed-request.js';
 import { ReplayCache, type Replay, type SentRequest } from './replay-cache.js';
@@ -82,7 +82,7 @@ export interface Ticket {
    * The key's result as the worker cached it in Redis, if there is one yet, as a
    * result message: for a wait whose message may have been missed. Null without a key.
    */
-  recorded(own: Own): Promise<CreateResultMessage | null>;
+  recorded(own: Own): Promise<WriteResultMessage | null>;
   /**
    * The job's result, or null when none came in time, made this request's answer.
    * A refusal frees the key for a retry, a success is kept for this process's
@@ -90,11 +90,11 @@ export interface Ticket {
    * (throws), and no result at all frees the key and is 503 `processing_timeout`
    * (throws) unless Redis already holds the answer.
    */
-  settle(result: CreateResultMessage | null, own: Own): Promise<Answer>;
+  settle(result: WriteResultMessage | null, own: Own): Promise<Answer>;
 }
 
 /** The answer of another request's job (it ran, or ran again after Redis lost its answer, while this one waited) is a replay. */
-function answerOf(result: CreateResultMessage, own: Own): Answer {
+function answerOf(result: WriteResultMessage, own: Own): Answer {
   const replayed = result.replayed === true || (result.requestId !== undefined && result.requestId !== own.requestId);
   return { status: result.status, body: result.body, replayed };
 }
@@ -112,11 +112,12 @@ const UNKEYED: Ticket = {
   },
 };
 
-/** Lua: delete the lock only if it is still ours (it may have expired and been retaken). */
-const RELEASE_LOCK = `
-local v = redis.call('GET', KEYS[1])
-if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
-return 0`;
+/**
+ * A key's in-flight entry is the service's one Redis lock (common/redis-lock.ts),
+ * taken in one try and never waited for, holding the entry itself; the worker's
+ * answer replaces it, and a release deletes it only while it is still this holder's.
+ */
+const inFlightLock = (value: string) => JSON.stringify({ s: 'lock', t: value });
 
 export interface IdempotencyDeps {
   config: Pick<Config, 'queuePrefix' | 'idempotencyTtlMs' | 'idempotencyLockMs' | 'replayCacheBytes'> & Partial<Pick<Config, 'serviceKeysReloadMs'>>;
@@ -173,9 +174,9 @@ export class IdempotencyStore {
 
   private ticket(req: KeyedRequest, sent: SentRequest | undefined): Ticket {
     const jobId = idempotentJobId(req.info.scopeHash);
-    let token: string | null = null;
+    let held: TokenLock | null = null;
     const release = async () => {
-      if (token) await this.release(req, token);
+      await held?.release();
     };
     return {
       idempotency: req.info,
@@ -183,7 +184,7 @@ export class IdempotencyStore {
       claim: async () => {
         const locked = await this.lock(req);
         if ('replay' in locked) return locked.replay;
-        token = locked.token;
+        held = locked.lock;
         return null;
       },
       abandon: release,
@@ -232,7 +233,9 @@ export class IdempotencyStore {
       if (sent) this.replays.keep(req.memoryKey, req.canonical, heard, heard.expiresAt, sent);
       return { kind: 'replay', replay: heard };
     }
-    const [raw, epoch] = await this.deps.redis.mget(req.redisKey, this.epochKey);
+    // Two reads, not one MGET: on a cluster the key and the epoch are in different slots
+    // (the epoch only ever appears, so reading them apart changes nothing).
+    const [raw, epoch] = await Promise.all([this.deps.redis.get(req.redisKey), this.deps.redis.get(this.epochKey)]);
     const entry = decodeEntry(raw ?? null);
     if (entry?.s === 'done') {
       const found = await this.replayOf(req, entry);
@@ -288,11 +291,9 @@ export class IdempotencyStore {
    * Takes the in-flight lock. Returns its token; on a lost race, answers as
    * `lookup` would for the winner (replay, reuse or 409).
    */
-  private async lock(req: KeyedRequest): Promise<{ token: string } | { replay: Replay }> {
-    const token = randomBytes(12).toString('hex');
-    const value = JSON.stringify({ s: 'lock', t: token });
-    const taken = await this.deps.redis.set(req.redisKey, value, 'PX', this.deps.config.idempotencyLockMs, 'NX');
-    if (taken === 'OK') return { token };
+  private async lock(req: KeyedRequest): Promise<{ lock: TokenLock } | { replay: Replay }> {
+    const lock = new TokenLock(this.deps.redis, req.redisKey, { ttlMs: this.deps.config.idempotencyLockMs, waitMs: 0, heartbeat: false, value: inFlightLock });
+    if ((await lock.tryAcquire()).taken) return { lock };
     const entry = decodeEntry(await this.deps.redis.get(req.redisKey));
     if (entry?.s === 'done') {
       const result = await this.replayOf(req, entry);
@@ -345,12 +346,12 @@ export class IdempotencyStore {
   }
 
   /** Whether `hear` keeps a result: a key's recorded answer. Known before its body is opened. */
-  keepsHeard(message: Pick<CreateResultMessage, 'expiresAt' | 'fingerprint'>): boolean {
+  keepsHeard(message: Pick<WriteResultMessage, 'expiresAt' | 'fingerprint'>): boolean {
     return message.expiresAt !== undefined && message.fingerprint !== null;
   }
 
   /** A result published on the results channel: kept when it is a key's recorded answer. */
-  hear(message: CreateResultMessage): void {
+  hear(message: WriteResultMessage): void {
     if (message.expiresAt === undefined || message.fingerprint === null) return;
     this.replays.keep(heardKey(message.jobId), message.fingerprint, { status: message.status, body: message.body }, message.expiresAt);
   }
@@ -368,10 +369,6 @@ export class IdempotencyStore {
   }
 
   /** Frees the key for a retry (after a timeout or a failure to enqueue). */
-  private async release(req: KeyedRequest, token: string): Promise<void> {
-    await this.deps.redis.eval(RELEASE_LOCK, 1, req.redisKey, token).catch(() => undefined);
-  }
-
   /**
    * The durable record: after a Redis restart or flush, or once a lock expired. A
    * mutation's answer, or a create's frozen before its object changed, is a record,

@@ -8,6 +8,15 @@ import { looksLikeJson, parseFormBody } from '../schemas/form-body.js';
 import type { BodyEncoding } from '../schemas/fields.js';
 
 export const BODY_LIMIT = 64 * 1024;
+/** The one route with larger bodies (DESIGN section 17): a batch of up to 1,000 payouts. */
+export const LARGE_BODY_LIMIT = 1024 * 1024;
+const LARGE_BODY_PATHS = new Set(['/v1/payout_batches']);
+
+/** The body limit of a request path (its query string ignored). */
+export function bodyLimitOf(url: string): number {
+  const query = url.indexOf('?');
+  return LARGE_BODY_PATHS.has(query === -1 ? url : url.slice(0, query)) ? LARGE_BODY_LIMIT : BODY_LIMIT;
+}
 
 /** The media type without parameters (`; charset=utf-8`), lowercase. */
 function mediaType(contentType: string): string {
@@ -93,15 +102,16 @@ function parseJson(text: string): Record<string, unknown> {
 /** Bytes that are not UTF-8 are refused, not replaced with U+FFFD. */
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/** The body as text, at most BODY_LIMIT bytes of UTF-8; the errors are the contract's. */
+/** The body as text, at most its path's limit in bytes of UTF-8 (`bodyLimitOf`); the errors are the contract's. */
 export async function readRequestText(req: IncomingMessage): Promise<string> {
   let bytes: Buffer;
+  const limit = bodyLimitOf(req.url ?? '');
   try {
-    bytes = await getRawBody(req, { limit: BODY_LIMIT, length: req.headers['content-length'] || undefined });
+    bytes = await getRawBody(req, { limit, length: req.headers['content-length'] || undefined });
   } catch (err) {
     const type = (err as { type?: string }).type;
     if (type !== undefined && ABORTED.has(type)) throw new ClientAbortedError(type);
-    if (type === 'entity.too.large') throw errors.bodyTooLarge(BODY_LIMIT);
+    if (type === 'entity.too.large') throw errors.bodyTooLarge(limit);
     if (type === 'encoding.unsupported' || type === 'request.size.invalid') throw errors.invalidJson('the body could not be read');
     throw err;
   }

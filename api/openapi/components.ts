@@ -6,8 +6,8 @@
 import { DECLINE_CODES } from '../../common/lifecycle.js';
 import { ERROR_CODES, type ErrorCode } from '../../common/errors.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../schemas/idempotency-key.js';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../schemas/lists.js';
-import { closedObject, ref, type Schema } from './schema.js';
+import { DEFAULT_LIMIT, LIST_QUERY } from '../schemas/lists.js';
+import { closedObject, queryParameters, ref, type Schema } from './schema.js';
 
 export const SECURITY_SCHEMES: Record<string, Schema> = {
   secretKey: {
@@ -52,6 +52,11 @@ export const HEADERS: Record<string, Schema> = {
 const header = (name: string): Schema => ({ $ref: `#/components/headers/${name}` });
 const parameter = (name: string): Schema => ({ $ref: `#/components/parameters/${name}` });
 
+/** The components of the parameters every list takes, by name. */
+const LIST_PARAMETER_NAMES: Readonly<Record<string, string>> = { limit: 'Limit', starting_after: 'StartingAfter', ending_before: 'EndingBefore' };
+/** What a list's own parameters are not: those it shares with every list (`LIST_PARAMETERS`). */
+export const SHARED_LIST_PARAMETERS = Object.keys(LIST_PARAMETER_NAMES);
+
 export const PARAMETERS: Record<string, Schema> = {
   IdempotencyKey: {
     name: 'Idempotency-Key',
@@ -62,27 +67,16 @@ export const PARAMETERS: Record<string, Schema> = {
       'Keys are scoped to the API key\'s project and mode.',
     schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH, pattern: '^[\\x20-\\x7e]+$' },
   },
-  Limit: {
-    name: 'limit',
-    in: 'query',
-    required: false,
-    description: 'How many objects to return.',
-    schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
-  },
-  StartingAfter: {
-    name: 'starting_after',
-    in: 'query',
-    required: false,
-    description: 'A cursor: the objects just older than this id (the last id of the previous page).',
-    schema: { type: 'string' },
-  },
-  EndingBefore: {
-    name: 'ending_before',
-    in: 'query',
-    required: false,
-    description: 'A cursor: the objects just newer than this id (the first id of the previous page), still listed newest first. Not with `starting_after`.',
-    schema: { type: 'string' },
-  },
+  // Every list's parameters, from its joi schema (api/schemas/lists.ts).
+  ...Object.fromEntries(
+    queryParameters(LIST_QUERY, {
+      limit: { description: 'How many objects to return.', schema: { default: DEFAULT_LIMIT } },
+      starting_after: { description: 'A cursor: the objects just older than this id (the last id of the previous page).' },
+      ending_before: {
+        description: 'A cursor: the objects just newer than this id (the first id of the previous page), still listed newest first. Not with `starting_after`.',
+      },
+    }).map((parameter) => [LIST_PARAMETER_NAMES[parameter.name as string], parameter]),
+  ),
 };
 
 export const LIST_PARAMETERS = [parameter('Limit'), parameter('StartingAfter'), parameter('EndingBefore')];

@@ -8,11 +8,15 @@
 import type { Config } from '../../common/config.js';
 import { METADATA_KEY_MAX_LENGTH, METADATA_MAX_KEYS, METADATA_VALUE_MAX_LENGTH } from '../schemas/validate.js';
 import { errorComponents, HEADERS, PARAMETERS, SECURITY_SCHEMES } from './components.js';
+import { apiKeysPart } from './api-keys.js';
 import { eventsPart } from './events.js';
 import { operatorsPart } from './operators.js';
 import { paymentIntentsPart } from './payment-intents.js';
 import { referencePart } from './reference.js';
 import { refundsPart } from './refunds.js';
+import { payoutsPart } from './payouts.js';
+import { operatorDiscrepanciesPart } from './operator-discrepancies.js';
+import { balancePart } from './balance.js';
 import type { DocumentPart, Schema } from './schema.js';
 import { webhookEndpointsPart } from './webhook-endpoints.js';
 
@@ -42,7 +46,11 @@ export function buildOpenApiDocument(config: Pick<Config, 'operators' | 'default
     webhookEndpointsPart(),
     eventsPart(),
     operatorsPart({ operators: config.operators }),
-    refundsPart({ operators: config.operators }),
+    refundsPart({ operators: config.operators, baseUrl }),
+    operatorDiscrepanciesPart({ operators: config.operators }),
+    apiKeysPart(),
+    payoutsPart({ operators: config.operators }),
+    balancePart({ operators: config.operators }),
     referencePart(),
   ];
   const errors = errorComponents();

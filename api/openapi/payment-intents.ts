@@ -138,7 +138,7 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
   });
   const confirm = requestBody('PaymentIntentConfirm', PAYMENT_INTENT_CONFIRM, {
     operator: { ...operator, description: 'One of `allowed_operators`. Default `selected_operator`; with `automatic_operator`, the first allowed operator that may hold a wallet on the number, predicted from its prefix (its country when the prefix is unknown; `GET /v1/operators/resolve`). The operator must serve the number\'s country (else `phone_number_invalid`), take the intent\'s currency there (else `currency_not_supported`) and accept its amount (else `amount_too_small` / `amount_too_large`).' },
-    phone_number: { pattern: '^\\+[1-9][0-9]{7,14}$', description: 'E.164. In test mode its last three digits choose the outcome (see docs/payments.md, Test numbers).', examples: ['+2250700000000'] },
+    phone_number: { pattern: '^\\+[1-9][0-9]{7,14}$', description: 'E.164. In a form body write `+` as `%2B` (`curl --data-urlencode`); a bare `+` reads as a space, and is taken as `+`. In test mode its last three digits choose the outcome (see docs/payments.md, Test numbers).', examples: ['+2250700000000'] },
     otp: { description: 'Orange Money: the one-time code the payer got by USSD (`123456` in test mode).' },
     return_url: { maxLength: RETURN_URL_MAX_LENGTH, format: 'uri', description: 'Redirect flow (wave): where the payer returns after the checkout page.' },
   });
@@ -199,6 +199,16 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
       PaymentError: paymentError,
       PaymentIntent: object,
       PaymentIntentList: listSchema('PaymentIntent', { const: url }, 'A page of payment intents, newest first.'),
+      PaymentIntentSearchResult: closedObject(
+        {
+          object: { const: 'search_result' },
+          url: { const: `${url}/search` },
+          has_more: { type: 'boolean', description: 'Whether more matches remain: ask again with `page` set to `next_page`.' },
+          data: { type: 'array', items: ref('PaymentIntent') },
+          next_page: nullable({ type: 'string', description: 'The `page` of the next result, or null on the last.' }),
+        },
+        { description: 'A page of the payment intents a search matched, newest first.' },
+      ),
     },
     paths: {
       [url]: {
@@ -217,6 +227,29 @@ export function paymentIntentsPart(options: { operators: string[]; defaultCurren
           tags,
           parameters: LIST_PARAMETERS,
           responses: { ...okResponse('A page of payment intents.', ref('PaymentIntentList')), ...errorResponses([400]) },
+        },
+      },
+      [`${url}/search`]: {
+        get: {
+          operationId: 'searchPaymentIntents',
+          summary: 'Search payment intents',
+          description:
+            "Stripe's search query language, in part: clauses joined by `AND`, each `field:'value'` or, for numbers, `field>n`, `<`, `>=`, `<=`. " +
+            "Fields: `status`, `currency`, `amount`, `created`, `metadata['key']`, and `phone_last4` (the last four digits of the confirm's phone number). " +
+            'Unlike Stripe, results are up to date at once: a payment is found by the next search after its write.',
+          tags,
+          parameters: [
+            {
+              name: 'query',
+              in: 'query',
+              required: true,
+              description: "E.g. `status:'succeeded' AND metadata['order_id']:'A-77' AND created>1700000000`.",
+              schema: { type: 'string', maxLength: 1000 },
+            },
+            LIST_PARAMETERS[0] as Schema,
+            { name: 'page', in: 'query', required: false, description: 'The `next_page` of the previous result.', schema: { type: 'string' } },
+          ],
+          responses: { ...okResponse('The matching payment intents, newest first.', ref('PaymentIntentSearchResult')), ...errorResponses([400]) },
         },
       },
       [`${url}/{id}`]: {

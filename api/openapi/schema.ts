@@ -44,6 +44,29 @@ interface ObjectJsonSchema {
   required?: string[];
 }
 
+/** What the document says of a query parameter that joi does not: its description, examples, a default. */
+export interface ParameterDetails {
+  description: string;
+  schema?: Schema;
+}
+
+/**
+ * The query parameters of a query's joi schema (api/schemas/query.ts), in its order,
+ * as joi's converter describes them, with the document's details laid over each;
+ * `skip` leaves out those described elsewhere (a list's cursors and limit, shared).
+ */
+export function queryParameters(def: BodySchema, details: Readonly<Record<string, ParameterDetails>>, skip: readonly string[] = []): Schema[] {
+  const generated = def.schema['~standard'].jsonSchema.input({ target: 'draft-2020-12' }) as ObjectJsonSchema;
+  const required = generated.required ?? [];
+  return Object.keys(def.fields)
+    .filter((name) => !skip.includes(name))
+    .map((name) => {
+      const given = details[name];
+      if (given === undefined) throw new Error(`query parameter ${name}: no description for the document`);
+      return { name, in: 'query', required: required.includes(name), description: given.description, schema: { ...generated.properties?.[name], ...given.schema } };
+    });
+}
+
 /**
  * A property as joi describes it, with the document's details (descriptions,
  * examples, the configured operator catalog) laid over its non-null part; a

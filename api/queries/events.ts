@@ -51,13 +51,14 @@ interface Source {
 
 const bodyOf = (id: string) => id.slice(id.indexOf('_') + 1);
 
-function createdSource(c: Collection<PaymentIntentDoc>, scope: Scope, kept: EventsKept): Source {
+function createdSource(c: Collection<PaymentIntentDoc>, scope: Scope, kept: EventsKept, objectId: string | null = null): Source {
   const floor = `pi_${idBodyFloor(kept.nowMs - kept.retentionMs)}`;
   return {
     async fetch(bound, newerFirst, limit) {
       const range: Record<string, string> = { $gte: floor };
       if (bound !== null) range[newerFirst ? '$lt' : '$gt'] = `pi_${bound}`;
-      const filter = { project: scope.project, livemode: scope.livemode, _id: range };
+      // One object's events: its created event is that intent, if in range.
+      const filter = { project: scope.project, livemode: scope.livemode, _id: objectId === null ? range : { ...range, $eq: objectId } };
       const docs = await c
         .find(filter as Filter<PaymentIntentDoc>, { projection: INTENT_FOR_EVENT })
         .sort({ _id: newerFirst ? -1 : 1 })
@@ -78,7 +79,7 @@ function createdSource(c: Collection<PaymentIntentDoc>, scope: Scope, kept: Even
   };
 }
 
-function recordedSource(c: Collection<EventDoc>, scope: Scope, type: string | null, kept: EventsKept): Source {
+function recordedSource(c: Collection<EventDoc>, scope: Scope, type: string | null, kept: EventsKept, objectId: string | null = null): Source {
   const floor = `evt_${idBodyFloor(kept.nowMs - kept.retentionMs)}`;
   return {
     async fetch(bound, newerFirst, limit) {
@@ -86,6 +87,7 @@ function recordedSource(c: Collection<EventDoc>, scope: Scope, type: string | nu
       if (bound !== null) range[newerFirst ? '$lt' : '$gt'] = `evt_${bound}`;
       const filter: Record<string, unknown> = { project: scope.project, livemode: scope.livemode };
       if (type !== null) filter.type = type;
+      if (objectId !== null) filter.object_id = objectId;
       filter._id = range;
       const docs = await c
         .find(filter as Filter<EventDoc>, { projection: { json: 1 } })
@@ -102,9 +104,21 @@ function recordedSource(c: Collection<EventDoc>, scope: Scope, type: string | nu
   };
 }
 
-export async function eventsPage(collections: Collections, scope: Scope, query: PageQuery & { type: string | null }, url: string, kept: EventsKept): Promise<string> {
-  const created = query.type === null || query.type === PAYMENT_INTENT_CREATED ? createdSource(collections.paymentIntents, scope, kept) : null;
-  const recorded = recordedSource(collections.events, scope, query.type, kept);
+/**
+ * A page of events, newest first. `object`: only the events of that object (an
+ * extension of Stripe's list, for a payment's timeline: `GET /v1/events?object=pi_…`).
+ */
+export async function eventsPage(
+  collections: Collections,
+  scope: Scope,
+  query: PageQuery & { type: string | null; object?: string | null },
+  url: string,
+  kept: EventsKept,
+): Promise<string> {
+  const objectId = query.object ?? null;
+  const createdWanted = (query.type === null || query.type === PAYMENT_INTENT_CREATED) && (objectId === null || objectId.startsWith('pi_'));
+  const created = createdWanted ? createdSource(collections.paymentIntents, scope, kept, objectId) : null;
+  const recorded = recordedSource(collections.events, scope, query.type, kept, objectId);
 
   const cursor = query.startingAfter ?? query.endingBefore;
   if (cursor !== null) {

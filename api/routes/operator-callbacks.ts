@@ -14,7 +14,8 @@
  * - `POST /operators/mpesa/result?refund=…&t=…`: the reversal's `Result` (its
  *   ResultURL and QueueTimeOutURL), recorded for the refund's polls when it names the
  *   conversation Daraja gave that refund; `?status=…&t=…`: a Transaction Status
- *   `Result` (a receipt, a reversal's fate), recorded for the same polls.
+ *   `Result` (a receipt, a reversal's fate), recorded for the same polls; `?payout=…&t=…`:
+ *   a B2C payout's `Result`, recorded for the payout's polls (worker/payouts/process.ts).
  * - The M-Pesa tokens are keyed with the service key `operator-callbacks`, not an
  *   operator credential (DESIGN section 14).
  * - `POST /operators/wave/webhook`: applied only when `Wave-Signature` verifies
@@ -29,7 +30,7 @@ import Router from '@koa/router';
 import getRawBody from 'raw-body';
 import { JOBS, operatorCheckJobId, parseAttemptId } from '../../common/jobs.js';
 import { ServiceKeyring } from '../../common/service-keys.js';
-import { CALLBACK_KEY_ID, recordReversalResult, recordStkCallback, recordTransactionStatus } from '../../worker/operators/mpesa/callbacks.js';
+import { CALLBACK_KEY_ID, recordB2cResult, recordReversalResult, recordStkCallback, recordTransactionStatus } from '../../worker/operators/mpesa/callbacks.js';
 import { parseWaveWebhook, verifyWaveSignature } from '../../worker/operators/wave/callbacks.js';
 import type { AppDeps, Ctx, State } from '../context.js';
 import { BODY_LIMIT } from '../middleware/body.js';
@@ -113,6 +114,7 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
       const key = await verifying();
       const t = ctx.query.t as string | undefined;
       if (typeof ctx.query.status === 'string') await recordTransactionStatus(deps.mongo.db, key, { status: ctx.query.status, t }, body, deps.now());
+      else if (typeof ctx.query.payout === 'string') await recordB2cResult(deps.mongo.db, key, { payout: ctx.query.payout, t }, body, deps.now());
       else await recordReversalResult(deps.mongo.db, key, { refund: ctx.query.refund as string | undefined, t }, body, deps.now());
     }
     sendJson(ctx, MPESA_ACCEPTED);

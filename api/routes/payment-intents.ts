@@ -2,11 +2,13 @@ import type Router from '@koa/router';
 import { JOBS, type Scope } from '../../common/jobs.js';
 import { presentPaymentIntent } from '../../common/presenters.js';
 import { InputSeal } from '../../common/input-seal.js';
-import { KeptIntents } from '../kept-intents.js';
+import { KEPT_FOR_RETRIEVES, KeptIntents } from '../../common/kept-intents.js';
 import type { AppDeps, Ctx, State } from '../context.js';
-import type { CreateHandler } from '../handlers/create.js';
+import type { WriteHandler } from '../handlers/write.js';
 import type { Guards } from '../middleware/guards.js';
 import { findInScope, listPage } from '../queries/pages.js';
+import { parseSearchParams, searchPage } from '../queries/search.js';
+import { resolveStoreProfile, type StoreProfile } from '../../common/store-profile.js';
 import { sendJson } from '../respond.js';
 import { parseListQuery } from '../schemas/lists.js';
 import { parsePaymentIntentCreate } from '../schemas/payment-intents.js';
@@ -58,7 +60,7 @@ class KnownIds {
 }
 
 /** Registers its routes on the shared `/v1` router. */
-export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: CreateHandler): void {
+export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: WriteHandler): void {
   const url = '/v1/payment_intents';
 
   // A payment intent is never deleted, nor moved to another scope: once found, or
@@ -90,9 +92,27 @@ export function paymentIntentRoutes(router: Router<State>, deps: AppDeps, guards
     sendJson(ctx, body);
   });
 
+  // Before `/:id`, which would take `search` for an id. The store's profile is asked
+  // once, on the first search (common/store-profile.ts).
+  let profile: Promise<StoreProfile> | null = null;
+  router.get(`${url}/search`, ...guards.read, async (ctx) => {
+    const search = parseSearchParams(new URLSearchParams(ctx.querystring));
+    profile ??= resolveStoreProfile(deps.config.storeProfile, deps.mongo.db).catch((err: unknown) => {
+      profile = null;
+      throw err;
+    });
+    const body = await searchPage(deps.mongo.collections.paymentIntents, ctx.state.key!, search, {
+      elemMatch: (await profile).elemMatchFields,
+      url: `${url}/search`,
+      projection: { created_event: 0, history: 0, refunds: 0 },
+      present: (doc) => JSON.stringify(presentPaymentIntent(doc)),
+    });
+    sendJson(ctx, body);
+  });
+
   // Retrieves, polled while a payment is on its way, are answered from the intents
-  // this process read, while each one's token in Redis is unchanged (../kept-intents.ts).
-  const kept = new KeptIntents({ redis: deps.redis, prefix: deps.config.queuePrefix, now: deps.now });
+  // this process read, while each one's token in Redis is unchanged (common/kept-intents.ts).
+  const kept = new KeptIntents({ redis: deps.redis, prefix: deps.config.queuePrefix, now: deps.now, ...KEPT_FOR_RETRIEVES });
   deps.redis.on('close', () => kept.clear());
   router.get(`${url}/:id`, ...guards.read, async (ctx) => {
     rejectQuery(ctx.querystring);

@@ -6,7 +6,7 @@ import { JOBS } from '../../common/jobs.js';
 import { findByIdInScope } from '../../common/mongo.js';
 import { presentRefund } from '../../common/presenters.js';
 import type { AppDeps, Ctx, State } from '../context.js';
-import type { CreateHandler } from '../handlers/create.js';
+import type { WriteHandler } from '../handlers/write.js';
 import type { Guards } from '../middleware/guards.js';
 import { findInScope, listPage } from '../queries/pages.js';
 import { sendJson } from '../respond.js';
@@ -20,7 +20,7 @@ const PROJECTION = { answer: 0 } as const;
  * Registers its routes on the shared `/v1` router. Creates and updates go through
  * the queue like every mutation (worker/processors/refunds.ts); reads go to MongoDB.
  */
-export function refundRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: CreateHandler): void {
+export function refundRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: WriteHandler): void {
   const url = '/v1/refunds';
   const refunds = deps.mongo.collections.refunds;
 

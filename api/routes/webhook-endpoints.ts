@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import { JOBS } from '../../common/jobs.js';
 import { presentWebhookAttempt, presentWebhookEndpoint } from '../../common/presenters.js';
 import type { AppDeps, Ctx, State } from '../context.js';
-import type { CreateHandler } from '../handlers/create.js';
+import type { WriteHandler } from '../handlers/write.js';
 import type { Guards } from '../middleware/guards.js';
 import { findInScope, listPage } from '../queries/pages.js';
 import { sendJson } from '../respond.js';
@@ -20,10 +20,11 @@ import { eventsKept, findEvent } from '../queries/events.js';
 import { errors } from '../../common/errors.js';
 import { isId } from '../../common/ids.js';
 import { WebhookRecoveryLocks } from '../webhook-recoveries.js';
+import type { TokenLock } from '../../common/redis-lock.js';
 import { WebhookTestSlots } from '../webhook-test-slots.js';
 
 /** Registers its routes on the shared `/v1` router. */
-export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: CreateHandler): void {
+export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guards: Guards, create: WriteHandler): void {
   const url = '/v1/webhook_endpoints';
   const endpoints = deps.mongo.collections.webhookEndpoints;
 
@@ -124,10 +125,10 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
     });
   });
 
-  const recoveries = new WebhookRecoveryLocks(deps.redis, { prefix: deps.config.queuePrefix, leaseMs: deps.config.createTimeoutMs + 5000 });
+  const recoveries = new WebhookRecoveryLocks(deps.redis, { prefix: deps.config.queuePrefix, leaseMs: deps.config.writeTimeoutMs + 5000 });
   router.post(`${url}/:id/recover`, ...guards.write, async (ctx) => {
     const holder = ctx.state.requestId;
-    let held = false;
+    const recovery: { lock: TokenLock | null } = { lock: null };
     try {
       await create(ctx, {
         jobName: JOBS.recoverWebhookEvents,
@@ -136,13 +137,13 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
         object: () => null,
         precheck: async () => {
           await exists(ctx)();
-          if (!(await recoveries.take(target(ctx), holder))) throw errors.recoveryInProgress();
-          held = true;
+          recovery.lock = await recoveries.take(target(ctx), holder);
+          if (!recovery.lock) throw errors.recoveryInProgress();
         },
         jobData: (base, input) => ({ ...base, target: target(ctx), input }),
       });
     } finally {
-      if (held) await recoveries.release(target(ctx), holder).catch(() => undefined);
+      await recovery.lock?.release();
     }
   });
 
@@ -150,7 +151,7 @@ export function webhookEndpointRoutes(router: Router<State>, deps: AppDeps, guar
   const testSlots = new WebhookTestSlots(deps.redis, {
     prefix: deps.config.queuePrefix,
     limit: deps.config.webhooks.testsInFlight,
-    leaseMs: deps.config.createTimeoutMs + 5000,
+    leaseMs: deps.config.writeTimeoutMs + 5000,
   });
   router.post(`${url}/:id/test`, ...guards.write, async (ctx) => {
     const key = ctx.state.key!;

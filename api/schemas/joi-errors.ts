@@ -73,7 +73,7 @@ const SHARED: Readonly<Record<string, Raise>> = {
   },
 };
 
-function integerInvalid({ param, value }: Failure): ApiError {
+export function integerInvalid({ param, value }: Failure): ApiError {
   return new ApiError(
     'parameter_invalid_integer',
     `Invalid integer: ${describeValue(value)}. The ${param} parameter must be a whole number: in JSON a number without quotes or decimals, in a form plain digits.`,
@@ -87,7 +87,6 @@ function integerInvalid({ param, value }: Failure): ApiError {
  */
 export function toApiError(detail: JoiDetail, table: ErrorTable = {}, vars: Record<string, unknown> = {}, input: Record<string, unknown> = {}): ApiError {
   const context = detail.context ?? {};
-  if (detail.type === 'any.custom' && context.error instanceof ApiError) return context.error;
   const failure: Failure = { param: formatParam(detail.path), value: context.value, context, vars, input };
   const field = String(detail.path[0] ?? '');
   const raise = (Object.hasOwn(table, field) ? table[field]?.[detail.type] : undefined) ?? SHARED[detail.type];

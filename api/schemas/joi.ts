@@ -10,6 +10,7 @@ import BaseJoi, { type AnySchema, type CustomHelpers, type ErrorReport, type Str
 
 import { METADATA_MAX_KEYS } from '../../common/metadata.js';
 import { describeValue } from './joi-errors.js';
+import { urlProblem, type UrlRules } from './urls.js';
 
 export const METADATA_KEY_MAX_LENGTH = 40;
 export const METADATA_VALUE_MAX_LENGTH = 500;
@@ -30,6 +31,18 @@ export interface ContractString extends StringSchema {
   maxCodePoints(limit: number): this;
   /** Text the stores keep as it is: no NUL character (`string.nul`), no lone surrogate (`string.surrogate`). */
   storable(): this;
+  /**
+   * An absolute http(s) URL that reads the same to every parser (urls.ts); with
+   * `target`, one this service sends requests to, under the rules of the context's
+   * `livemode` and `allowPrivateTargets`. Each problem is a `url.*` error type.
+   */
+  webUrl(target?: 'target'): this;
+  /**
+   * A whole number from `min` to `max` in plain decimal digits, kept a string (a
+   * query's values are strings): `string.integerBetween` otherwise. In JSON Schema an
+   * integer, so the document shows the parameter as one.
+   */
+  integerBetween(min: number, max: number): this;
 }
 
 export interface ContractJoi extends Omit<BaseJoi.Root, 'string'> {
@@ -86,6 +99,32 @@ export const Joi = BaseJoi.extend(
         },
         // JSON Schema counts characters as code points already.
         jsonSchema: (rule: { args: { limit: number } }, schema: Schema) => ({ ...schema, maxLength: rule.args.limit }),
+      },
+      webUrl: {
+        method(this: StringSchema, target?: 'target') {
+          return this.$_addRule({ name: 'webUrl', args: { target: target === 'target' } });
+        },
+        validate(value: string, helpers: CustomHelpers, args: { target: boolean }): string | ErrorReport {
+          const rules = args.target ? (helpers.prefs.context as unknown as UrlRules) : null;
+          const problem = urlProblem(value, rules);
+          return problem === null ? value : helpers.error(problem);
+        },
+      },
+      integerBetween: {
+        method(this: StringSchema, min: number, max: number) {
+          return this.$_addRule({ name: 'integerBetween', args: { min, max } });
+        },
+        args: [
+          { name: 'min', assert: (v: unknown) => typeof v === 'number', message: 'must be a number' },
+          { name: 'max', assert: (v: unknown) => typeof v === 'number', message: 'must be a number' },
+        ],
+        validate(value: string, helpers: CustomHelpers, args: { min: number; max: number }): string | ErrorReport {
+          return /^[0-9]+$/.test(value) && Number(value) >= args.min && Number(value) <= args.max ? value : helpers.error('string.integerBetween', args);
+        },
+        jsonSchema: (rule: { args: { min: number; max: number } }, schema: Schema) => {
+          const { minLength: _string, ...rest } = schema;
+          return { ...rest, type: 'integer', minimum: rule.args.min, maximum: rule.args.max };
+        },
       },
       storable: {
         method(this: StringSchema) {

@@ -2,7 +2,7 @@ import type { SchemaLike } from 'joi';
 
 import { ApiError, errors } from '../../common/errors.js';
 import { isId, type IdKind } from '../../common/ids.js';
-import { EVENT_TYPES, isEventType } from '../../common/events.js';
+import { EVENT_TYPES } from '../../common/events.js';
 import { bodySchema, type BodySchema } from './body.js';
 import { describeValue, type ErrorTable, type Raise } from './joi-errors.js';
 import { Joi } from './joi.js';
@@ -17,6 +17,8 @@ export interface ListQuery {
   endingBefore: string | null;
   /** The event type filter; null when not given (or not offered). */
   type: string | null;
+  /** The events of one object (`object=pi_…`); null when not given (or not offered). */
+  object: string | null;
 }
 
 export interface ListQueryOptions {
@@ -26,10 +28,7 @@ export interface ListQueryOptions {
 }
 
 /** Plain decimal digits from 1 to 100; every other spelling gets the one message. */
-const limit = () =>
-  Joi.string()
-    .pattern(/^[0-9]+$/)
-    .custom((value: string, helpers) => (Number(value) >= 1 && Number(value) <= MAX_LIMIT ? value : helpers.error('limit.range')));
+const limit = () => Joi.string().integerBetween(1, MAX_LIMIT);
 const limitInvalid: Raise = ({ param, value }) =>
   new ApiError('parameter_invalid_integer', `Invalid integer: ${describeValue(value)}. The limit parameter must be a whole number from 1 to ${MAX_LIMIT}.`, param);
 
@@ -62,7 +61,7 @@ export function listQuerySchema(extra: Record<string, SchemaLike> = {}, extraErr
       ...extra,
     },
     {
-      limit: { 'string.empty': limitInvalid, 'string.pattern.base': limitInvalid, 'limit.range': limitInvalid },
+      limit: { 'string.empty': limitInvalid, 'string.integerBetween': limitInvalid },
       starting_after: {
         ...CURSOR_ERRORS,
         'cursor.conflict': () => errors.parameterConflict('ending_before', 'starting_after and ending_before cannot be used together: page in one direction at a time.'),
@@ -73,10 +72,14 @@ export function listQuerySchema(extra: Record<string, SchemaLike> = {}, extraErr
   );
 }
 
-const LIST_QUERY = listQuerySchema();
-const EVENT_LIST_QUERY = listQuerySchema(
-  { type: Joi.string().custom((value: string, helpers) => (isEventType(value) ? value : helpers.error('type.unknown'))) },
-  { type: { 'string.empty': eventTypeInvalid, 'type.unknown': eventTypeInvalid } },
+export const LIST_QUERY = listQuerySchema();
+const objectInvalid: Raise = () => errors.parameterInvalid('object', 'give the id of an object, e.g. pi_…');
+export const EVENT_LIST_QUERY = listQuerySchema(
+  { type: Joi.string().valid(...EVENT_TYPES), object: Joi.string().pattern(/^[a-z]{2,4}_[0-9A-Za-z]{26}$/) },
+  {
+    type: { 'string.empty': eventTypeInvalid, 'any.only': eventTypeInvalid },
+    object: { 'string.empty': objectInvalid, 'string.pattern.base': objectInvalid },
+  },
 );
 
 /** The cursors and limit of a list's checked parameters. */
@@ -86,6 +89,7 @@ export function listOf(params: Record<string, string>): ListQuery {
     startingAfter: params.starting_after ?? null,
     endingBefore: params.ending_before ?? null,
     type: params.type ?? null,
+    object: params.object ?? null,
   };
 }
 

@@ -1,10 +1,10 @@
 import { ApiError } from '../../common/errors.js';
 import type { PaymentIntentInput } from '../../common/jobs.js';
 import { toPairs } from '../../common/metadata.js';
-import { isCurrency } from '../../common/money.js';
+import { currencyExponent, formatAmount, isCurrency } from '../../common/money.js';
 import { bodySchema, checkBody } from './body.js';
 import type { BodyEncoding } from './fields.js';
-import { describeValue, type Raise } from './joi-errors.js';
+import { describeValue, integerInvalid, type Failure, type Raise } from './joi-errors.js';
 import { Joi } from './joi.js';
 import { description, distinctNames, distinctNamesErrors, integer, notAnOperator, operatorsOf } from './validate.js';
 
@@ -27,15 +27,39 @@ export interface PaymentIntentContext {
   encoding?: BodyEncoding;
 }
 
-/** The vars a payment intent body is checked with. */
-export function intentVars(ctx: { operators: string[]; now: number }): Record<string, unknown> {
-  return { operators: ctx.operators, expiresMin: ctx.now + EXPIRES_MIN_SECONDS, expiresMax: ctx.now + EXPIRES_MAX_SECONDS };
+/** The vars a payment intent body is checked with. `defaultCurrency`: a create's, for the amount's error. */
+export function intentVars(ctx: { operators: string[]; now: number; defaultCurrency?: string }): Record<string, unknown> {
+  return { operators: ctx.operators, expiresMin: ctx.now + EXPIRES_MIN_SECONDS, expiresMax: ctx.now + EXPIRES_MAX_SECONDS, defaultCurrency: ctx.defaultCurrency };
 }
 
 // Fields shared by create and update: joi schemas and their contract errors.
 
+/** An amount written in major units, `50.00` or `50.5` (a form's text, or JSON's number as written). */
+const MAJOR_UNITS = /^([0-9]+)\.([0-9]+)$/;
+
+/**
+ * `"50.00"` for an amount: it is refused, with what to send instead, by the
+ * exponent of the body's currency (else the default): `5000` for 50.00 KES, `50` for
+ * 50 XOF. An update without a currency does not know the intent's: both examples.
+ */
+function amountInMajorUnits(failure: Failure): ApiError {
+  const { param, value, vars, input } = failure;
+  const written = typeof value === 'number' ? String(value) : value;
+  const major = typeof written === 'string' ? MAJOR_UNITS.exec(written) : null;
+  if (major === null) return integerInvalid(failure);
+  const given = typeof input.currency === 'string' && isCurrency(input.currency) ? input.currency : vars.defaultCurrency;
+  const lead = `Invalid amount: ${written as string} is not an integer. Amounts are integers in the currency's minor unit`;
+  if (typeof given !== 'string') return new ApiError('parameter_invalid_integer', `${lead}: 5000 is 50.00 KES, and 5 000 XOF (XOF has none).`, param);
+  const exponent = currencyExponent(given);
+  const minor = Number(`${major[1] as string}${((major[2] as string) + '0'.repeat(exponent)).slice(0, exponent)}`) || 10 ** exponent;
+  const none = exponent === 0 ? `, and ${given.toUpperCase()} has none` : '';
+  return new ApiError('parameter_invalid_integer', `${lead}${none}: for ${formatAmount(minor, given)} send ${minor}.`, param);
+}
+
 export const amount = () => integer().min(MIN_AMOUNT).max(MAX_AMOUNT);
 export const AMOUNT_ERRORS: Record<string, Raise> = {
+  'number.base': amountInMajorUnits,
+  'number.integer': amountInMajorUnits,
   'number.min': ({ param }) => new ApiError('amount_too_small', `Invalid amount: it must be at least ${MIN_AMOUNT} (amounts are in the smallest currency unit).`, param),
   'number.max': ({ param }) => new ApiError('amount_too_large', `Invalid amount: it must be at most ${MAX_AMOUNT}.`, param),
 };

@@ -63,7 +63,7 @@ export function parseRefundUpdate(raw: Record<string, unknown>, encoding: BodyEn
   return input;
 }
 
-const REFUND_LIST_QUERY = listQuerySchema(
+export const REFUND_LIST_QUERY = listQuerySchema(
   { payment_intent: Joi.string() },
   { payment_intent: { 'string.empty': ({ param }) => paymentIntentEmpty(param) } },
 );

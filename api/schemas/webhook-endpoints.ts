@@ -1,82 +1,19 @@
-import { isIP } from 'node:net';
-
 import { ApiError } from '../../common/errors.js';
 import type { WebhookEndpointInput, WebhookEndpointUpdateInput } from '../../common/jobs.js';
 import { toPairs } from '../../common/metadata.js';
-import { isForbiddenAddress } from '../../common/net.js';
 import { ALL_EVENTS, EVENT_TYPES } from '../../common/events.js';
 import { bodySchema, checkBody } from './body.js';
 import type { BodyEncoding } from './fields.js';
 import { describeValue, type Raise } from './joi-errors.js';
-import { codePointLength, Joi } from './joi.js';
+import { Joi } from './joi.js';
+import { urlErrors, type UrlRules } from './urls.js';
 import { description, distinctNames, distinctNamesErrors, integer } from './validate.js';
 
 export const URL_MAX_LENGTH = 2048;
 
-function urlInvalid(why: string): ApiError {
-  return new ApiError('url_invalid', `Invalid url: ${why}.`, 'url');
-}
-
-/** True for `localhost`, `*.localhost` (RFC 6761), with or without the root dot. */
-function isLocalhostName(hostname: string): boolean {
-  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
-  return name === 'localhost' || name.endsWith('.localhost');
-}
-
-/** Where an endpoint may point: live mode never at private addresses, test mode only when the operator allows it. */
-export interface UrlRules {
-  livemode: boolean;
-  /** `WEBHOOK_ALLOW_PRIVATE_TARGETS`: test-mode endpoints may name loopback and private addresses. */
-  allowPrivateTargets?: boolean;
-}
-
-/** The URL rules past its type; exported for what checks a URL alone. */
-export function parseUrl(url: string, { livemode, allowPrivateTargets = false }: UrlRules): string {
-  if (url === '') throw urlInvalid('it must not be empty');
-  if (codePointLength(url) > URL_MAX_LENGTH) throw urlInvalid(`it must be at most ${URL_MAX_LENGTH} characters long`);
-  // The URL is stored as given, so it must mean the same thing to every parser:
-  // WHATWG URL would silently drop surrounding spaces and inner tabs or newlines,
-  // and accept `http:example.com` without the slashes.
-  if (/[\u0000-\u0020\u007f]/.test(url)) throw urlInvalid('it must not contain spaces or control characters');
-  if (!/^https?:\/\//i.test(url)) throw urlInvalid('it must be an absolute http:// or https:// URL');
-  // As written, not as WHATWG URL mends it: `http:///x` has no host (URL reads host
-  // `x`), and `https://:@host/` has a user part (URL reads both as empty).
-  const authority = (/^https?:\/\/([^/?#]*)/i.exec(url) as RegExpExecArray)[1] as string;
-  if (authority === '') throw urlInvalid('it must name a host');
-  if (authority.includes('@')) throw urlInvalid('it must not contain a user name or password');
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw urlInvalid(`${describeValue(url)} is not a valid URL`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw urlInvalid('it must be an absolute http:// or https:// URL');
-  }
-  if (parsed.username !== '' || parsed.password !== '') throw urlInvalid('it must not contain a user name or password');
-  if (livemode && parsed.protocol !== 'https:') throw urlInvalid('in live mode it must use https');
-  if (!livemode && allowPrivateTargets) return url;
-  // WHATWG URL has already normalised IPv4 literals (`http://2130706433/` is 127.0.0.1).
-  const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
-  if (isLocalhostName(host)) throw urlInvalid('it must not point at localhost');
-  if (isIP(host) !== 0 && isForbiddenAddress(host)) {
-    throw urlInvalid('it must point at a public address, not a loopback, private, link-local, multicast or reserved one');
-  }
-  return url;
-}
-
-/**
- * The URL rules stay one hand-written function (each rule its own message, some
- * depending on the mode), which joi calls: what it throws is the contract's error.
- */
-const url = () =>
-  Joi.string()
-    .maxCodePoints(URL_MAX_LENGTH)
-    .custom((value: string, helpers) => parseUrl(value, helpers.prefs.context as unknown as UrlRules));
-const URL_ERRORS: Record<string, Raise> = {
-  'string.empty': () => urlInvalid('it must not be empty'),
-  'string.maxCodePoints': () => urlInvalid(`it must be at most ${URL_MAX_LENGTH} characters long`),
-};
+/** The URL rules of a URL this service sends requests to (urls.ts), in joi. */
+const url = () => Joi.string().maxCodePoints(URL_MAX_LENGTH).webUrl('target');
+const URL_ERRORS = urlErrors('url', URL_MAX_LENGTH);
 
 const EVENT_CATALOG = [...EVENT_TYPES, ALL_EVENTS];
 const enabledEvents = () => distinctNames(() => EVENT_CATALOG);

@@ -8,13 +8,21 @@
 import type { Fleet } from './fleet.js';
 import type { ControlledFerretDB, ControlledRedis } from './servers.js';
 
-export type FaultKind = 'worker-kill' | 'api-kill' | 'redis-restart' | 'redis-snapshot' | 'redis-rollback' | 'store-restart';
+export type FaultKind = 'worker-kill' | 'api-kill' | 'redis-restart' | 'redis-snapshot' | 'redis-rollback' | 'redis-master-kill' | 'store-restart';
+
+/** The part of a loopback Redis Cluster (scripts/lib/redis-cluster.mjs) a master kill needs. */
+export interface KillableCluster {
+  masters(): Promise<Array<{ port: number; kill(signal?: NodeJS.Signals): Promise<unknown> }>>;
+  waitOk(timeoutMs?: number): Promise<void>;
+}
 
 /** What the faults act on: the processes, and the servers the run started itself (null: given, not touched). */
 export interface FaultTargets {
   fleet: Fleet;
   redis: ControlledRedis | null;
   store: ControlledFerretDB | null;
+  /** `--redis-cluster`: the run's cluster, whose masters may be killed. */
+  cluster?: KillableCluster | null;
 }
 
 export interface PlannedFault {
@@ -62,6 +70,8 @@ export interface ScheduleOptions {
   redisFaults: boolean;
   /** Seconds the store stays down after its SIGKILL; null: no store restart. */
   storeRestartS: number | null;
+  /** `--redis-cluster`: a master of the cluster is killed half way through the load. */
+  redisCluster?: boolean;
 }
 
 export function planFaults(options: ScheduleOptions, random: () => number): PlannedFault[] {
@@ -85,6 +95,7 @@ export function planFaults(options: ScheduleOptions, random: () => number): Plan
       plan.push({ atS: at, kind: 'redis-rollback' });
     }
   }
+  if (options.redisCluster) plan.push({ atS: from + (until - from) * 0.5, kind: 'redis-master-kill' });
   if (options.storeRestartS !== null) {
     plan.push({ atS: Math.min(until, Math.max(from, options.durationS / 2)), kind: 'store-restart', downS: options.storeRestartS });
   }
@@ -116,7 +127,7 @@ export async function injectFaults(
   await Promise.all(pending);
 }
 
-async function inject(planned: PlannedFault, { fleet, redis, store }: FaultTargets, random: () => number): Promise<InjectedFault> {
+async function inject(planned: PlannedFault, { fleet, redis, store, cluster }: FaultTargets, random: () => number): Promise<InjectedFault> {
   const startedMs = Date.now();
   let target = 'redis';
   let error: string | undefined;
@@ -144,6 +155,17 @@ async function inject(planned: PlannedFault, { fleet, redis, store }: FaultTarge
         if (redis?.snapshotMs) snapshotAgeMs = Date.now() - redis.snapshotMs;
         await redis?.rollback();
         break;
+      case 'redis-master-kill': {
+        // SIGKILL, not CLUSTER FAILOVER: the master is gone, its replica is promoted by
+        // the cluster itself. `tookMs`: until every slot is served again.
+        const masters = (await cluster?.masters()) ?? [];
+        const victim = masters[Math.floor(random() * masters.length)];
+        if (!victim) throw new Error('no master to kill');
+        target = `redis master :${victim.port}`;
+        await victim.kill('SIGKILL');
+        await cluster?.waitOk(60_000);
+        break;
+      }
       case 'store-restart':
         target = 'ferretdb';
         await store?.crashAndRestart(planned.downS ?? 0);

@@ -33,6 +33,8 @@ export interface ChaosOptions {
    */
   payments: boolean;
   paymentBudgetS: number;
+  /** `--payouts [R]`: R live payouts a second through MTN's fake (payouts.ts); 0: none. */
+  payouts: number;
   /** SIGKILL the store (the run's FerretDB) half way through the load and start it again this many seconds later; null: no. */
   storeRestartS: number | null;
   /** How long keys still unanswered and undelivered events are waited for after the load. */
@@ -45,6 +47,13 @@ export interface ChaosOptions {
   recoveryS: number;
   recoveryShare: number;
   endpoint: boolean;
+  /**
+   * `--redis-cluster`: the run starts a loopback Redis Cluster (3 masters, 3
+   * replicas) instead of one Redis, the service uses it with QUEUE_SHARDS=3 (unless
+   * `--env` sets it), and half way through the load a master is killed (SIGKILL) so
+   * that its replica takes over: no Redis restart, no rollback.
+   */
+  redisCluster: boolean;
   /** Existing servers; Redis faults need a Redis the run starts itself. */
   redisUrl: string | null;
   mongoUrl: string | null;
@@ -88,6 +97,10 @@ Redis over; then checks what came out and prints a report (JSON in --out).
                       --rate 20, the endpoint on *, and the simulator's delays to
                       200 ms (SIMULATOR_APPROVAL_DELAY_MS, SIMULATOR_PROCESSING_DELAY_MS)
                       unless --rate or --env says otherwise
+  --payouts [R]       also R live payouts a second (2 when given without R), keyed,
+                      through a local MTN MoMo fake (its Disbursement transfer), each
+                      followed until paid or failed; checks one payout per key, one
+                      end each, one transfer per paid payout, and the ledger's balance
   --store-restart S   SIGKILL the run's FerretDB half way through the load and
                       start it again on the same data S seconds later (not with
                       --mongodb-url)
@@ -96,6 +109,10 @@ Redis over; then checks what came out and prints a report (JSON in --out).
                       the whole run (0); the report gives the goodput next to the load
   --request-timeout MS  client timeout per request (15000)
   --no-endpoint       no webhook endpoint (creates only)
+  --redis-cluster     run on a loopback Redis Cluster of 3 masters and 3 replicas
+                      (QUEUE_SHARDS=3 unless --env sets it) and SIGKILL one master
+                      half way through the load, its replica promoted, instead of
+                      the Redis restart and rollback (DESIGN section 19)
   --redis-url URL     use this Redis (no Redis faults then)
   --mongodb-url URL   use this MongoDB instead of a throw-away FerretDB
   --env NAME=VALUE    extra environment for every api and worker (repeatable)
@@ -109,6 +126,9 @@ Redis over; then checks what came out and prints a report (JSON in --out).
   --seed N            seed of the fault schedule (random)
   --dist DIR          run the api and worker compiled in DIR (default dist/), e.g. an older build
   --help`;
+
+/** The service's environment under `--redis-cluster`, unless `--env` sets it: the queues spread over the three masters. */
+export const CLUSTER_ENV: Record<string, string> = { QUEUE_SHARDS: '3' };
 
 /** The service's environment under `--payments`, unless `--env` sets it: a quick simulator, so payments end within a second. */
 export const PAYMENT_ENV: Record<string, string> = { SIMULATOR_APPROVAL_DELAY_MS: '200', SIMULATOR_PROCESSING_DELAY_MS: '200' };
@@ -134,8 +154,8 @@ function range(name: string, raw: string | undefined, fallback: [number, number]
 /** Parses `argv` (without node and the script); throws with a clear message on a bad flag. */
 export function parseOptions(argv: string[]): ChaosOptions | 'help' {
   // `--refunds` alone means half of the confirmed intents, `--payments` alone half of the created ones.
-  const optionalValue = new Set(['--refunds', '--payments']);
-  const args = argv.flatMap((arg, i) => (optionalValue.has(arg) && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) ? [arg, '0.5'] : [arg]));
+  const optionalValue = new Map([['--refunds', '0.5'], ['--payments', '0.5'], ['--payouts', '2']]);
+  const args = argv.flatMap((arg, i) => (optionalValue.has(arg) && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) ? [arg, optionalValue.get(arg)!] : [arg]));
   const { values } = parseArgs({
     args,
     strict: true,
@@ -153,12 +173,14 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
       confirms: { type: 'string' },
       refunds: { type: 'string' },
       payments: { type: 'string' },
+      payouts: { type: 'string' },
       'store-restart': { type: 'string' },
       'cpu-hog': { type: 'string' },
       settle: { type: 'string' },
       'request-timeout': { type: 'string' },
       'no-endpoint': { type: 'boolean' },
       'redis-url': { type: 'string' },
+      'redis-cluster': { type: 'boolean' },
       'mongodb-url': { type: 'string' },
       env: { type: 'string', multiple: true },
       'node-args': { type: 'string' },
@@ -173,10 +195,11 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
   if (values.help) return 'help';
   const payments = values.payments !== undefined;
   if (payments && values.confirms !== undefined) throw new Error('--payments replaces --confirms: give one of them');
+  if (values['redis-cluster'] && values['redis-url'] !== undefined) throw new Error('--redis-cluster starts its own cluster: not with --redis-url');
   if (values['store-restart'] !== undefined && values['mongodb-url'] !== undefined) {
     throw new Error('--store-restart restarts the FerretDB the run starts itself: not possible with --mongodb-url');
   }
-  const env: Record<string, string> = payments ? { ...PAYMENT_ENV } : {};
+  const env: Record<string, string> = { ...(payments ? PAYMENT_ENV : {}), ...(values['redis-cluster'] ? CLUSTER_ENV : {}) };
   for (const pair of values.env ?? []) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new Error(`--env must be NAME=VALUE, got ${JSON.stringify(pair)}`);
@@ -197,6 +220,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     refundFraction: number('refunds', values.refunds, 0),
     payments,
     paymentBudgetS: 120,
+    payouts: number('payouts', values.payouts, 0),
     storeRestartS: values['store-restart'] === undefined ? null : number('store-restart', values['store-restart'], 0, 0.1),
     cpuHog: Math.floor(number('cpu-hog', values['cpu-hog'], 0, 0)),
     settleS: number('settle', values.settle, 120),
@@ -204,6 +228,7 @@ export function parseOptions(argv: string[]): ChaosOptions | 'help' {
     recoveryS: 10,
     recoveryShare: 0.8,
     endpoint: !values['no-endpoint'],
+    redisCluster: values['redis-cluster'] === true,
     redisUrl: values['redis-url'] ?? null,
     mongoUrl: values['mongodb-url'] ?? null,
     env,

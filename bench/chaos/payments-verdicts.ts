@@ -251,11 +251,11 @@ export interface AllEventFigures {
   missingExamples: Array<Pick<EventDoc, '_id' | 'type' | 'object_id' | 'created_ms'>>;
 }
 
-/** Every event recorded since the endpoint (on `*`) was made reached the receiver, correctly signed. */
-export async function checkAllEvents(db: Db, receiver: VerifyingReceiver, sinceMs: number): Promise<{ verdict: Verdict; figures: AllEventFigures }> {
+/** Every event of `project` recorded since its endpoint (on `*`) was made reached the receiver, correctly signed. */
+export async function checkAllEvents(db: Db, receiver: VerifyingReceiver, sinceMs: number, project: string): Promise<{ verdict: Verdict; figures: AllEventFigures }> {
   const events = await db
     .collection<EventDoc>('events')
-    .find({ created_ms: { $gte: sinceMs } }, { projection: { _id: 1, type: 1, object_id: 1, created_ms: 1 } })
+    .find({ project, created_ms: { $gte: sinceMs } }, { projection: { _id: 1, type: 1, object_id: 1, created_ms: 1 } })
     .toArray();
   const missing: Record<string, number> = {};
   const missingExamples: AllEventFigures['missingExamples'] = [];

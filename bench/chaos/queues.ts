@@ -10,8 +10,10 @@
  * fault for the printed report.
  */
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { QUEUES } from '../../common/jobs.js';
+import type { Redis } from 'ioredis';
+import { QUEUES, type QueueName } from '../../common/jobs.js';
+import { baseQueueName, queueNames, PLAIN_LAYOUT, type QueueLayout } from '../../common/queue-shards.js';
+import { createRedis, type RedisTarget } from '../../common/redis.js';
 import type { InjectedFault } from './faults.js';
 
 const COUNTED = ['wait', 'prioritized', 'active', 'delayed', 'failed'] as const;
@@ -89,7 +91,8 @@ export function jobTimes(
 export function stalledQueue(line: string): string | null {
   if (!line.includes('job stalled')) return null;
   try {
-    return (JSON.parse(line) as { queue?: string }).queue ?? '?';
+    const queue = (JSON.parse(line) as { queue?: string }).queue;
+    return queue ? baseQueueName(queue) : '?';
   } catch {
     return '?';
   }
@@ -98,20 +101,25 @@ export function stalledQueue(line: string): string | null {
 export class QueueSampler {
   private readonly samples: QueueSample[] = [];
   private readonly stalledPerSecond: Array<Record<string, number>> = [];
-  private readonly queues: Queue[];
+  /** Each queue of the service, with its shards (one, on one Redis without QUEUE_SHARDS). */
+  private readonly queues: Array<{ name: QueueName; shards: Queue[] }>;
   private readonly redis: Redis;
   private readonly timer: NodeJS.Timeout;
   private sampling = false;
 
   constructor(
-    redisUrl: string,
+    target: RedisTarget,
     prefix: string,
     private readonly startMs: number,
+    layout: QueueLayout = PLAIN_LAYOUT,
   ) {
-    this.queues = Object.values(QUEUES).map((name) => new Queue(name, { connection: { url: redisUrl, maxRetriesPerRequest: 1 }, prefix }));
-    for (const queue of this.queues) queue.on('error', () => undefined);
-    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-    this.redis.on('error', () => undefined);
+    // One connection for every queue (a cluster's client among them): closed by `stop`.
+    this.redis = createRedis(target, 'failFast', 'chaos-sampler');
+    this.queues = Object.values(QUEUES).map((name) => ({
+      name,
+      shards: queueNames(name, layout).map((shard) => new Queue(shard, { connection: this.redis, prefix })),
+    }));
+    for (const queue of this.queues.flatMap((q) => q.shards)) queue.on('error', () => undefined);
     this.timer = setInterval(() => void this.sample(), 1000);
   }
 
@@ -134,7 +142,7 @@ export class QueueSampler {
     }
     this.sampling = true;
     const timeout = new Promise<null>((resolve) => setTimeout(() => resolve(null), 900).unref());
-    const reading = Promise.all(this.queues.map(async (q) => [q.name, await this.counts(q)] as const))
+    const reading = Promise.all(this.queues.map(async (q) => [q.name, sumCounts(await Promise.all(q.shards.map((shard) => this.counts(shard))))] as const))
       .then((pairs) => Object.fromEntries(pairs))
       .catch(() => null);
     const queues = await Promise.race([reading, timeout]);
@@ -155,9 +163,11 @@ export class QueueSampler {
   /** Stops sampling; what was sampled, and the intents queue's completed jobs' times. */
   async stop(): Promise<QueueSeries> {
     clearInterval(this.timer);
-    const intents = this.queues.find((q) => q.name === QUEUES.intents);
-    const completed = intents ? await intents.getJobs(['completed'], 0, JOB_TIMES_MAX - 1).catch(() => null) : null;
-    await Promise.all(this.queues.map((q) => q.close().catch(() => undefined)));
+    const intents = this.queues.find((q) => q.name === QUEUES.intents)?.shards ?? [];
+    const completed = await Promise.all(intents.map((shard) => shard.getJobs(['completed'], 0, JOB_TIMES_MAX - 1)))
+      .then((each) => each.flat())
+      .catch(() => null);
+    await Promise.all(this.queues.flatMap((q) => q.shards).map((q) => q.close().catch(() => undefined)));
     this.redis.disconnect();
     return {
       samples: this.samples,
@@ -165,6 +175,13 @@ export class QueueSampler {
       ...(completed ? { intentsJobs: jobTimes(completed.filter((job) => job), this.startMs) } : {}),
     };
   }
+}
+
+/** The counts of a queue's shards added up. */
+function sumCounts(each: QueueCounts[]): QueueCounts {
+  const total: QueueCounts = { wait: 0, active: 0, delayed: 0, due60s: 0, overdue: 0, failed: 0 };
+  for (const counts of each) for (const state of STATES) total[state] += counts[state];
+  return total;
 }
 
 export interface QueueAroundFault {
@@ -182,7 +199,7 @@ export interface QueueAroundFault {
 export function queuesAroundFaults({ samples, stalledPerSecond }: QueueSeries, faults: Array<Pick<InjectedFault, 'kind' | 'atS'>>, windowS: number): QueueAroundFault[] {
   const zero = (): QueueCounts => ({ wait: 0, active: 0, delayed: 0, due60s: 0, overdue: 0, failed: 0 });
   return faults
-    .filter((f) => f.kind === 'redis-restart' || f.kind === 'redis-rollback' || f.kind === 'store-restart')
+    .filter((f) => f.kind === 'redis-restart' || f.kind === 'redis-rollback' || f.kind === 'redis-master-kill' || f.kind === 'store-restart')
     .map((fault) => {
       const before = samples.filter((s) => s.atS < fault.atS && s.queues).at(-1)?.queues ?? null;
       const window = samples.filter((s) => s.atS >= fault.atS && s.atS <= fault.atS + windowS);

@@ -13,6 +13,7 @@ import type { ChaosOptions } from './options.js';
 import type { AllEventFigures, PaymentFigures, PaymentRecovery, SlowPayment } from './payments-verdicts.js';
 import { queuesAroundFaults, STATES, type QueueCounts, type QueueSeries } from './queues.js';
 import type { RunRow } from '../results-log.js';
+import type { LedgerFigures } from './ledger-verdict.js';
 import type { ConfirmFigures, EventFigures, KeyFigures, Recovery, RefundFigures, ReplayFigures, Verdict } from './verdicts.js';
 
 export interface ChaosReport {
@@ -25,11 +26,15 @@ export interface ChaosReport {
   replays: ReplayFigures;
   confirms: ConfirmFigures | null;
   refunds: RefundFigures | null;
+  /** The ledger's sums per currency (ledger-verdict.ts); null without payments. */
+  ledger: LedgerFigures | null;
   throughput: { baselinePerS: number; recoveries: Recovery[]; perSecond: number[] };
   /** With `--payments`: what the payment clients saw, and the payment path's recovery after each fault. */
   payments: (PaymentFigures & { baselinePerS: number; recoveries: PaymentRecovery[]; finalPerSecond: number[]; medianBySecondS: Array<number | null> }) | null;
   /** With `--payments` (endpoint on `*`): every event of the run against the receiver. */
   allEvents: AllEventFigures | null;
+  /** With `--payouts`: the live payouts' counts (bench/chaos/payouts.ts). */
+  payouts: Record<string, number> | null;
   /** The BullMQ queues' counts each second and the workers' stalled-job lines (null: no Redis of the run's to read). */
   queues: QueueSeries | null;
   faults: InjectedFault[];
@@ -260,7 +265,7 @@ export function runLogRow(report: ChaosReport, sha: string, root: string): RunRo
     workers: s.workers,
     confirms_fraction: s.confirmFraction,
     seed: s.seed,
-    env: [...Object.entries(s.env ?? {}).map(([k, v]) => `${k}=${v}`), ...(s.nodeArgs?.length ? [`node-args=${s.nodeArgs.join(' ')}`] : []), ...(s.cpuHog ? [`cpu-hog=${s.cpuHog}`] : [])].join(' '),
+    env: [...Object.entries(s.env ?? {}).map(([k, v]) => `${k}=${v}`), ...(s.nodeArgs?.length ? [`node-args=${s.nodeArgs.join(' ')}`] : []), ...(s.cpuHog ? [`cpu-hog=${s.cpuHog}`] : []), ...(s.redisCluster ? ['redis-cluster'] : []), ...(s.payouts ? [`payouts=${s.payouts}`] : [])].join(' '),
     dist: path.resolve(s.dist) === path.join(root, 'dist') ? '' : s.dist,
     pass: report.pass,
     keys_200: `${k.answered200}/${k.keys}`,

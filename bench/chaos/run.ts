@@ -4,7 +4,8 @@
  * local receiver verifying webhook signatures, and one endpoint subscribed to
  * `payment_intent.created` (to `*` with `--payments`). Then drives keyed creates
  * (and payments, payments.ts), kills workers and apis on a schedule, restarts Redis
- * once and rolls it back once (and crashes the store once, `--store-restart`),
+ * once and rolls it back once (and crashes the store once, `--store-restart`; or,
+ * with `--redis-cluster`, runs on a loopback Redis Cluster and kills one master),
  * samples the queues (queues.ts), waits for stragglers, and checks the verdicts
  * (verdicts.ts, payments-verdicts.ts). Prints the report and writes it as JSON;
  * exits 1 when a verdict failed, 2 when the run itself could not run.
@@ -17,6 +18,10 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Queue } from 'bullmq';
 import { MongoClient } from 'mongodb';
+import { startRedisCluster, type RunningCluster } from '#scripts/lib/redis-cluster.mjs';
+import { queueLayout, queueNames, type QueueLayout } from '../../common/queue-shards.js';
+import { createRedis, type RedisTarget } from '../../common/redis.js';
+import { parseClusterNodes } from '../../common/config.js';
 import { progress } from '../progress.js';
 import { ROOT } from '../settings.js';
 import { Client } from './client.js';
@@ -26,6 +31,8 @@ import { Fleet } from './fleet.js';
 import { Load } from './load.js';
 import { parseOptions, USAGE, type ChaosOptions } from './options.js';
 import { Payments } from './payments.js';
+import { PayoutStorm } from './payouts.js';
+import { checkLedger } from './ledger-verdict.js';
 import { checkAllEvents, checkPaymentRecovery, checkPayments, finalSeries, medianBySecondS } from './payments-verdicts.js';
 import { QueueSampler } from './queues.js';
 import { VerifyingReceiver } from './receiver.js';
@@ -36,6 +43,7 @@ import { checkConfirms, checkEvents, checkKeys, checkRecovery, checkRefunds, che
 
 const TEMP_PREFIX = 'payments-chaos-stack-';
 const PROJECT = 'chaos';
+const PAYOUTS_PROJECT = 'chaos-payouts';
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 interface Cleanup {
@@ -70,8 +78,9 @@ async function post(url: string, token: string, body: unknown, headers: Record<s
   }
 }
 
-async function waitForWorkers(redisUrl: string, prefix: string, count: number, timeoutMs = 120_000): Promise<void> {
-  const queue = new Queue('writes', { connection: { url: redisUrl }, prefix });
+async function waitForWorkers(target: RedisTarget, layout: QueueLayout, prefix: string, count: number, timeoutMs = 120_000): Promise<void> {
+  const connection = createRedis(target, 'failFast', 'chaos-tool');
+  const queue = new Queue(queueNames('writes', layout)[0]!, { connection, prefix });
   try {
     const deadline = Date.now() + timeoutMs;
     while ((await queue.getWorkersCount()) < count) {
@@ -80,7 +89,16 @@ async function waitForWorkers(redisUrl: string, prefix: string, count: number, t
     }
   } finally {
     await queue.close();
+    connection.disconnect();
   }
+}
+
+/** Log lines of the run's processes that name a CROSSSLOT error (a multi-key command across slots on the cluster). */
+function crossSlotLines(logDir: string): string[] {
+  return fs
+    .readdirSync(logDir)
+    .filter((file) => file.endsWith('.log'))
+    .flatMap((file) => fs.readFileSync(path.join(logDir, file), 'utf8').split('\n').filter((line) => /CROSSSLOT|should belong to the same slot/i.test(line)).map((line) => `${file}: ${line.slice(0, 200)}`));
 }
 
 async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport> {
@@ -109,8 +127,17 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     mongoUrl = ferret.url;
   }
   let redis: ControlledRedis | null = null;
+  let cluster: RunningCluster | null = null;
   let redisUrl = options.redisUrl;
-  if (!redisUrl) {
+  if (options.redisCluster) {
+    const started = await startRedisCluster({ dir: path.join(dataDir, 'redis-cluster') });
+    cluster = started;
+    cleanup.steps.push(async () => {
+      await started.stop();
+      for (const [i, node] of started.nodes.entries()) if (fs.existsSync(node.logFile)) fs.copyFileSync(node.logFile, path.join(logDir, `redis-cluster-node-${i}.log`));
+    });
+    progress(`a Redis Cluster of 3 masters and 3 replicas at ${started.nodesEnv}`);
+  } else if (!redisUrl) {
     redis = await ControlledRedis.start(stack, path.join(dataDir, 'redis'));
     const started = redis;
     cleanup.steps.push(() => started.stop());
@@ -131,18 +158,24 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   const receiver = await VerifyingReceiver.start();
   cleanup.steps.push(() => receiver.close());
   const runId = randomBytes(4).toString('hex');
+  // `--payouts`: live payouts through MTN's fake, which the fleet's live account points at.
+  const payouts = options.payouts > 0 ? new PayoutStorm({ rate: options.payouts, durationS: options.durationS, runId }) : null;
+  const apiPorts = await freePorts(options.apis);
+  // MTN's callbacks go to the first api (a live account needs PUBLIC_BASE_URL).
+  const payoutEnv = payouts ? { ...(await payouts.start()), PUBLIC_BASE_URL: `http://127.0.0.1:${apiPorts[0]}` } : {};
+  if (payouts) cleanup.steps.push(() => payouts.stop());
   const adminToken = randomBytes(24).toString('hex');
   const prefix = `chaos_${runId}`;
   const dbName = `chaos_${runId}`;
   const fleet = new Fleet({
     apis: options.apis,
     workers: options.workers,
-    apiPorts: await freePorts(options.apis),
+    apiPorts,
     logDir,
     dist: options.dist,
     nodeArgs: options.nodeArgs,
     env: {
-      REDIS_URL: redisUrl,
+      ...(cluster ? { REDIS_CLUSTER_NODES: cluster.nodesEnv } : { REDIS_URL: redisUrl as string }),
       MONGODB_URL: mongoUrl,
       MONGODB_DB: dbName,
       QUEUE_PREFIX: prefix,
@@ -150,6 +183,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      ...payoutEnv,
       ...options.env,
     },
   });
@@ -159,7 +193,9 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   progress(`starting ${options.apis} apis and ${options.workers} workers (logs in ${path.relative(ROOT, logDir)})`);
   fleet.startAll();
   await fleet.waitReady();
-  await waitForWorkers(redisUrl, prefix, options.workers);
+  const target: RedisTarget = cluster ? { cluster: parseClusterNodes(cluster.nodesEnv) } : (redisUrl as string);
+  const layout = queueLayout({ queueShards: Number(options.env.QUEUE_SHARDS ?? 1), redisClusterNodes: cluster ? [] : null });
+  await waitForWorkers(target, layout, prefix, options.workers);
 
   const apiUrl = fleet.apiUrls[0] as string;
   const key = (await post(`${apiUrl}/admin/v1/api_keys`, adminToken, { project: PROJECT, livemode: false })).secret as string;
@@ -169,6 +205,15 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     const types = options.payments ? ['*'] : ['payment_intent.created', ...(options.refundFraction > 0 ? REFUND_EVENT_TYPES : [])];
     const endpoint = await post(`${apiUrl}/v1/webhook_endpoints`, key, { url: receiver.url, enabled_events: types }, { 'Idempotency-Key': `endpoint-${runId}` });
     receiver.secret = endpoint.secret as string;
+  }
+
+  // The payouts' live balance is funded before the faults begin.
+  let payoutsGiveUpMs = Date.now() + 600_000;
+  if (payouts) {
+    // A project of their own: the creates' verdicts count every intent of theirs, and the funding payment is none of them.
+    const liveKey = (await post(`${apiUrl}/admin/v1/api_keys`, adminToken, { project: PAYOUTS_PROJECT, livemode: true })).secret as string;
+    await payouts.fund(new Client({ apiUrls: fleet.apiUrls, apiKey: liveKey, requestTimeoutMs: options.requestTimeoutMs, giveUpMs: () => payoutsGiveUpMs, random: Math.random }));
+    progress('payouts: the live balance is funded');
   }
 
   const random = seededRandom(options.seed);
@@ -181,11 +226,13 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     { pid: process.pid, kind: 'tool' },
     ...(store ? [{ pid: store.pid, kind: 'ferretdb' }] : []),
     ...(redis ? [{ pid: redis.pid, kind: 'redis' }] : []),
+    ...(cluster ? cluster.nodes.flatMap((node) => (node.running && node.pid ? [{ pid: node.pid, kind: 'redis' }] : [])) : []),
     ...fleet.apis.flatMap((slot) => (slot.pid ? [{ pid: slot.pid, kind: 'api' }] : [])),
     ...fleet.workers.flatMap((slot) => (slot.pid ? [{ pid: slot.pid, kind: 'worker' }] : [])),
   ]);
   const startMs = Date.now();
   const giveUpMs = startMs + (options.durationS + options.settleS) * 1000;
+  payoutsGiveUpMs = giveUpMs;
   const client = new Client({ apiUrls: fleet.apiUrls, apiKey: key, requestTimeoutMs: options.requestTimeoutMs, giveUpMs: () => giveUpMs, random: Math.random });
   const payments = options.payments
     ? new Payments(client, { share: options.confirmFraction, refundFraction: options.refundFraction, budgetMs: options.paymentBudgetS * 1000, random: Math.random })
@@ -201,7 +248,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     runId,
     ...(payments ? { afterCreate: (record: Load['keys'][number], intent: string) => payments.pay(record, intent) } : {}),
   });
-  const sampler = new QueueSampler(redisUrl, prefix, startMs);
+  const sampler = new QueueSampler(target, prefix, startMs, layout);
   fleet.onLine = (line) => sampler.line(line);
   const faults: InjectedFault[] = [];
   let outboxEmptyAfterS: number | null = null;
@@ -217,9 +264,10 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     const t = Math.round((Date.now() - startMs) / 1000);
     const used = process.cpuUsage(cpu);
     cpu = process.cpuUsage();
+    const sent = payouts ? ` payouts final ${payouts.records.filter((r) => r.finalMs).length}/${payouts.records.length};` : '';
     const paid = options.payments ? ` payments final ${load.keys.filter((k) => k.payment?.finalMs).length}/${load.keys.filter((k) => k.payment).length};` : '';
     progress(
-      `t=${t}s keys ${load.keys.length} answered ${answered};${paid} faults ${faults.length}; events received ${receiver.verified.size}; ` +
+      `t=${t}s keys ${load.keys.length} answered ${answered};${paid}${sent} faults ${faults.length}; events received ${receiver.verified.size}; ` +
         `tool cpu ${Math.round((used.user + used.system) / 50_000)}% lag p99 ${Math.round(lag.percentile(99) / 1e6)} ms max ${Math.round(lag.max / 1e6)} ms; load ${os.loadavg()[0]?.toFixed(1)}`,
     );
     lag.reset();
@@ -227,7 +275,8 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   try {
     await Promise.all([
       load.run(startMs),
-      injectFaults(plan, startMs, { fleet, redis, store }, random, (fault) => {
+      payouts?.run(startMs, options.paymentBudgetS * 1000),
+      injectFaults(plan, startMs, { fleet, redis, store, cluster }, random, (fault) => {
         faults.push(fault);
         if (fault.kind.startsWith('redis') || fault.kind === 'store-restart' || fault.error) progress(`${fault.kind} at ${fault.atS.toFixed(1)} s took ${fault.tookMs} ms${fault.error ? `: ${fault.error}` : ''}`);
       }),
@@ -260,6 +309,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
   // Before the checks: nothing writes any more, and the database can be dropped safely.
   await fleet.stopAll();
   const cpuFigures = account.finish();
+  const crossSlot = crossSlotLines(logDir);
   runLag.disable();
   const toolLag = { p99Ms: Math.round(runLag.percentile(99) / 1e6), maxMs: Math.round(runLag.max / 1e6) };
   const commandsAfter = store && commandsBefore ? await store.commandCounts().catch(() => null) : null;
@@ -276,13 +326,15 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
     const replays = checkReplays(load.keys);
     const confirms = options.confirmFraction > 0 && !options.payments ? await checkConfirms(db, load.keys) : null;
     const paid = options.payments ? await checkPayments(db, load.keys, options.paymentBudgetS * 1000, startMs) : null;
-    const allEvents = options.payments && options.endpoint ? await checkAllEvents(db, receiver, endpointMs) : null;
+    const allEvents = options.payments && options.endpoint ? await checkAllEvents(db, receiver, endpointMs, PROJECT) : null;
     const refunds = options.refundFraction > 0 ? await checkRefunds(db, load.keys, receiver) : null;
+    const ledger = options.payments ? await checkLedger(db, PROJECT) : null;
     // Without an endpoint, nothing is delivered: the delivery verdict does not apply.
     const refundVerdicts = (refunds?.verdicts ?? []).filter((v) => options.endpoint || !v.name.includes('delivered'));
     const recoveryOptions = { startMs, warmupS: options.warmupS, recoveryS: options.recoveryS, share: options.recoveryShare };
     const recovery = checkRecovery(load.keys, faults, recoveryOptions);
     const paymentRecovery = options.payments ? checkPaymentRecovery(load.keys, faults, recoveryOptions) : null;
+    const payoutChecks = payouts ? await payouts.check(db, PAYOUTS_PROJECT) : null;
     const verdicts = [
       keys.verdict,
       ...(events ? [events.verdict] : []),
@@ -290,9 +342,16 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
       ...(confirms ? [confirms.verdict] : []),
       ...(paid?.verdicts ?? []),
       ...refundVerdicts,
+      ...(ledger ? [ledger.verdict] : []),
       ...(allEvents ? [allEvents.verdict] : []),
       recovery.verdict,
       ...(paymentRecovery ? [paymentRecovery.verdict] : []),
+      ...(payoutChecks?.verdicts ?? []),
+      {
+        name: 'no CROSSSLOT',
+        pass: crossSlot.length === 0,
+        detail: crossSlot.length === 0 ? 'no log line of any api or worker names a command across slots' : `${crossSlot.length} lines, the first: ${crossSlot[0]}`,
+      },
     ];
     const { out: _out, runLog: _runLog, ...shape } = options;
     report = {
@@ -305,6 +364,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
       replays: replays.figures,
       confirms: confirms?.figures ?? null,
       refunds: refunds?.figures ?? null,
+      ledger: ledger?.figures ?? null,
       throughput: {
         baselinePerS: Math.round(recovery.baselinePerS * 10) / 10,
         recoveries: recovery.recoveries,
@@ -321,6 +381,7 @@ async function run(options: ChaosOptions, cleanup: Cleanup): Promise<ChaosReport
             }
           : null,
       allEvents: allEvents?.figures ?? null,
+      payouts: payoutChecks?.figures ?? null,
       queues,
       faults: faults.sort((a, b) => a.atS - b.atS).map((f) => ({ ...f, atS: Math.round(f.atS * 10) / 10 })),
       requests: requestFigures(load.keys, startMs),

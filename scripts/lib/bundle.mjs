@@ -18,7 +18,7 @@ import { build } from 'esbuild';
 // scripts/bundle.mjs only.
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Bundles dist/api/main.js and dist/worker/main.js (run after tsc). */
+/** Bundles dist/api/main.js and dist/worker/main.js (run after tsc), and the portal's browser script. */
 export async function bundleEntryPoints() {
   await build({
     absWorkingDir: ROOT,
@@ -34,6 +34,19 @@ export async function bundleEntryPoints() {
     format: 'esm',
     // The CommonJS dependencies call require(); an ES module has none of its own.
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
+    logLevel: 'error',
+  });
+  // The merchant portal's browser script (api/portal/browser/, type-checked by its own
+  // tsconfig in `npm run build`): one small file the api serves at /portal/assets/portal.js.
+  await build({
+    absWorkingDir: ROOT,
+    entryPoints: ['api/portal/browser/portal.ts'],
+    outfile: path.join(ROOT, 'dist', 'bundle', 'portal.js'),
+    bundle: true,
+    minify: true,
+    platform: 'browser',
+    target: ['chrome120', 'firefox120'],
+    format: 'iife',
     logLevel: 'error',
   });
 }

@@ -10,7 +10,7 @@ import path from 'node:path';
 export const SERVICE_ENV_FILE = 'service-env.json';
 
 /** The variables recorded: what the CLI needs to find the service's data. */
-export const SERVICE_ENV_NAMES = ['REDIS_URL', 'MONGODB_URL', 'MONGODB_DB', 'QUEUE_PREFIX'];
+export const SERVICE_ENV_NAMES = ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'MONGODB_URL', 'MONGODB_DB', 'QUEUE_PREFIX'];
 
 /** Records the set ones of SERVICE_ENV_NAMES from `env`, with the recording process's pid. */
 export function recordServiceEnv(dataDir, env, pid = process.pid) {

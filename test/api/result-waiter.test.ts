@@ -7,10 +7,10 @@
 import test from 'ava';
 import { Redis } from 'ioredis';
 import { ResultWaiter } from '../../api/result-waiter.js';
-import { resultsChannel, type CreateResultMessage } from '../../common/jobs.js';
+import { resultsChannel, type WriteResultMessage } from '../../common/jobs.js';
 import { stackUrls, uniqueName } from '../helpers/service.js';
 
-function message(jobId: string, body: string): CreateResultMessage {
+function message(jobId: string, body: string): WriteResultMessage {
   return { jobId, fingerprint: null, status: 200, body };
 }
 

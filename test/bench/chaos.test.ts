@@ -65,6 +65,17 @@ test('the store restart falls half way through the load, and scales with it', (t
   t.false(planFaults({ ...schedule, durationS: 60, storeRestartS: null }, random).some((f) => f.kind === 'store-restart'));
 });
 
+test('--redis-cluster: QUEUE_SHARDS=3 unless --env says otherwise, one master killed half way, no Redis restart or rollback', (t) => {
+  const options = parse(['--redis-cluster']);
+  t.true(options.redisCluster);
+  t.is(options.env.QUEUE_SHARDS, '3');
+  t.is(parse(['--redis-cluster', '--env', 'QUEUE_SHARDS=1']).env.QUEUE_SHARDS, '1');
+  t.false(parse([]).redisCluster);
+  t.throws(() => parseOptions(['--redis-cluster', '--redis-url', 'redis://127.0.0.1:6379']), { message: /not with --redis-url/ });
+  const plan = planFaults({ ...options, redisFaults: false, workerKillS: null, apiKillS: null }, () => 0.5);
+  t.deepEqual(plan, [{ atS: 30, kind: 'redis-master-kill' }]);
+});
+
 test("a payment's client takes succeeded, canceled, expired and a decline for final", (t) => {
   t.is(finalStatus({ status: 'succeeded' }), 'succeeded');
   t.is(finalStatus({ status: 'expired' }), 'expired');

@@ -8,7 +8,8 @@ import test from 'ava';
 
 import { RUN_LOG_COLUMNS as CHAOS_COLUMNS, runLogRow, type ChaosReport } from '../../bench/chaos/report.js';
 import type { Measurement } from '../../bench/measure.js';
-import { smokeProblems, type GroupResult } from '../../bench/report.js';
+import { REDIS_RUN_LOG_COLUMNS, RUN_LOG_COLUMNS, smokeProblems, type GroupResult } from '../../bench/report.js';
+import { RUNS_LOG } from '../../bench/settings.js';
 import { appendRunRow, csvLine, gitSha } from '../../bench/results-log.js';
 
 function tempFile(t: { teardown(fn: () => void): void }): string {
@@ -93,4 +94,12 @@ test('a smoke run fails on a scenario that did not run, sent nothing, or got wro
     'S4: 3 unexpected answer bodies',
     'S6 did not run',
   ]);
+});
+
+test('the committed run logs carry the columns the bench and the chaos write today, so a run is never refused for its header', (t) => {
+  const results = path.dirname(RUNS_LOG);
+  const header = (file: string) => fs.readFileSync(path.join(results, file), 'utf8').split('\n', 1)[0];
+  t.is(header('bench-runs.csv'), RUN_LOG_COLUMNS.join(','), 'a new scenario changes the columns: rewrite the header (and pad the rows) with it');
+  t.is(header('redis-cluster-runs.csv'), REDIS_RUN_LOG_COLUMNS.join(','));
+  t.is(header('chaos-runs.csv'), CHAOS_COLUMNS.join(','));
 });

@@ -6,7 +6,7 @@ const minimal = { REDIS_URL: 'redis://127.0.0.1:6379', MONGODB_URL: 'mongodb://1
 test('config defaults follow DESIGN.md', (t) => {
   const config = loadConfig(minimal);
   t.like(config, {
-    port: 3000, mongodbDb: 'payments', adminToken: null, createTimeoutMs: 10_000, defaultCurrency: 'xof',
+    port: 3000, mongodbDb: 'payments', adminToken: null, writeTimeoutMs: 10_000, defaultCurrency: 'xof',
     rateLimitPerSecond: 500, idempotencyTtlMs: 48 * 3600 * 1000, idempotencyLockMs: 30_000,
   });
   t.deepEqual(config.operators, DEFAULT_OPERATORS);
@@ -16,9 +16,9 @@ test('config defaults follow DESIGN.md', (t) => {
 });
 
 test('config reports every problem at once', (t) => {
-  const err = t.throws(() => loadConfig({ PORT: 'abc', CREATE_TIMEOUT_MS: '-1', OPERATORS: 'a,,b' }), { instanceOf: ConfigError });
+  const err = t.throws(() => loadConfig({ PORT: 'abc', WRITE_TIMEOUT_MS: '-1', OPERATORS: 'a,,b' }), { instanceOf: ConfigError });
   const text = err?.message ?? '';
-  for (const name of ['PORT', 'CREATE_TIMEOUT_MS', 'OPERATORS', 'REDIS_URL', 'MONGODB_URL']) t.true(text.includes(name), name);
+  for (const name of ['PORT', 'WRITE_TIMEOUT_MS', 'OPERATORS', 'REDIS_URL', 'MONGODB_URL']) t.true(text.includes(name), name);
 });
 
 test('config refuses a repeated operator and reads lists', (t) => {
@@ -132,4 +132,28 @@ test('ADMIN_TOKEN needs 32 characters or more (DESIGN section 20)', (t) => {
   const err = t.throws(() => loadConfig({ ...minimal, ADMIN_TOKEN: 'x'.repeat(31) }));
   t.regex(err?.message ?? '', /ADMIN_TOKEN/);
   t.is(loadConfig({ ...minimal, ADMIN_TOKEN: 'x'.repeat(32) }).adminToken, 'x'.repeat(32));
+});
+
+test('WRITE_TIMEOUT_MS sets the write wait; the deprecated CREATE_TIMEOUT_MS still does when it is unset', (t) => {
+  t.is(loadConfig({ ...minimal, WRITE_TIMEOUT_MS: '4000' }).writeTimeoutMs, 4000);
+  t.is(loadConfig({ ...minimal, CREATE_TIMEOUT_MS: '3000' }).writeTimeoutMs, 3000);
+  t.is(loadConfig({ ...minimal, WRITE_TIMEOUT_MS: '4000', CREATE_TIMEOUT_MS: '3000' }).writeTimeoutMs, 4000);
+  t.is(loadConfig({ ...minimal, CREATE_TIMEOUT_MS: '3000' }).createAdmissionWaitMs, 1500);
+});
+
+test('REDIS_CLUSTER_NODES stands for REDIS_URL and is read into nodes; QUEUE_SHARDS defaults to 1 (DESIGN section 19)', (t) => {
+  const plain = loadConfig(minimal);
+  t.is(plain.redisClusterNodes, null);
+  t.is(plain.queueShards, 1);
+  const clustered = loadConfig({ MONGODB_URL: minimal.MONGODB_URL, REDIS_CLUSTER_NODES: '10.0.0.1:6379,redis-b.internal:7000,[::1]:7001', QUEUE_SHARDS: '3' });
+  t.deepEqual(clustered.redisClusterNodes, [
+    { host: '10.0.0.1', port: 6379 },
+    { host: 'redis-b.internal', port: 7000 },
+    { host: '::1', port: 7001 },
+  ]);
+  t.is(clustered.queueShards, 3);
+  t.throws(() => loadConfig({ MONGODB_URL: minimal.MONGODB_URL }), { message: /REDIS_URL/ }, 'one of the two is needed');
+  t.throws(() => loadConfig({ ...minimal, REDIS_CLUSTER_NODES: '10.0.0.1' }), { message: /REDIS_CLUSTER_NODES/ }, 'a node without a port');
+  t.throws(() => loadConfig({ ...minimal, REDIS_CLUSTER_NODES: '10.0.0.1:70000' }), { message: /outside 1-65535/ });
+  t.throws(() => loadConfig({ ...minimal, QUEUE_SHARDS: '0' }), { message: /QUEUE_SHARDS/ });
 });

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { ApiError, ERROR_CODES, errorBody, errors, type ErrorCode, type ErrorType } from '../../common/errors.js';
+import { readSource, sourceFiles } from '../helpers/sources.js';
 
 test('the error envelope has the contract\'s members, in order, param only when set', (t) => {
   const withParam = JSON.parse(errorBody(errors.parameterMissing('amount').detail(), 'req_1', 'https://api.test'));
@@ -30,6 +31,8 @@ const CONTRACT_TABLE: Array<[status: number, type: ErrorType, codes: string[]]> 
     'charge_already_refunded', 'refund_not_supported',
     // Section 20.
     'refund_limit',
+    // Section 17.
+    'balance_insufficient', 'payout_unexpected_state',
   ]],
   [400, 'idempotency_error', ['idempotency_key_reused']],
   [401, 'invalid_request_error', ['api_key_missing', 'api_key_invalid']],
@@ -60,4 +63,10 @@ test('the error catalogue is the contract table: the same codes, each with its s
   t.is(errors.resourceMissing('payment_intent', 'x', 'id').status, 404);
   t.is(errors.idempotencyKeyReused().type, 'idempotency_error');
   t.is(errors.processingTimeout().headers['Retry-After'], '1');
+});
+
+test('the reused-key message is written once, in common/errors.ts: the worker refuses with errors.idempotencyKeyReused()', (t) => {
+  const phrase = 'can only be used with the same parameters';
+  t.true(errors.idempotencyKeyReused().message.includes(phrase));
+  t.deepEqual(sourceFiles().filter((file) => readSource(file).includes(phrase)), ['common/errors.ts']);
 });

@@ -71,3 +71,11 @@ test("a live operator that gave no answer is an infrastructure fault (the job re
   }
   t.false(isInfrastructureError(new Error('mtn_momo refused the request (400)')));
 });
+
+test('a Redis Cluster between owners of a slot is an infrastructure fault (503, retried), not a 500', (t) => {
+  t.true(isInfrastructureError(new Error('Too many Cluster redirections. Last error: ReplyError: MOVED 12182 127.0.0.1:42557')));
+  t.true(isInfrastructureError(new Error('Too many Cluster redirections. Last error: Error: Connection is closed.')));
+  t.true(isInfrastructureError(new Error('CLUSTERDOWN The cluster is down')));
+  t.true(isInfrastructureError(new Error('TRYAGAIN Multiple keys request during rehashing of slot')));
+  t.false(isInfrastructureError(new Error('CROSSSLOT Keys in request don\'t hash to the same slot')), 'a command across slots is a bug, not a fault');
+});

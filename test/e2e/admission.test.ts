@@ -15,7 +15,7 @@ const PI = '/v1/payment_intents';
 
 test('a create the queue cannot serve in time is refused at once with 503 and Retry-After, and admitted once the backlog drains', async (t) => {
   // No worker: whatever is enqueued waits. The limit is half the wait: 1 s.
-  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '2000' } });
+  const service = await Service.start({ workers: 0, env: { WRITE_TIMEOUT_MS: '2000' } });
   t.teardown(() => service.stop());
   const project = uniqueName('admission');
   const key = await service.issueKey(project);
@@ -68,7 +68,7 @@ test('a create the queue cannot serve in time is refused at once with 503 and Re
 
 test("one scope's backlog does not refuse another scope's creates", async (t) => {
   // No worker: the flooding scope's creates wait, past the 1 s limit.
-  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '2000' } });
+  const service = await Service.start({ workers: 0, env: { WRITE_TIMEOUT_MS: '2000' } });
   t.teardown(() => service.stop());
   const flooder = await service.issueKey(uniqueName('flooder'));
   const other = await service.issueKey(uniqueName('other'));

@@ -7,6 +7,9 @@ import test from 'ava';
 import { Service, sleep, stackUrls, uniqueName, until } from '../helpers/service.js';
 import { StallingProxy } from '../helpers/stalling-proxy.js';
 
+/** Past the driver's server selection (3 s): the probes' connections have failed by then. */
+const PAST_SERVER_SELECTION_MS = 4000;
+
 test('an api started while MongoDB stalls listens at once, answers /readyz 503, then 200 once MongoDB answers', async (t) => {
   const service = await Service.start({ workers: 1 });
   t.teardown(() => service.stop());
@@ -28,7 +31,7 @@ test('an api started while MongoDB stalls listens at once, answers /readyz 503, 
   t.true(proxy.heldCount > 0, 'the api did try MongoDB');
   // Stall past the driver's server selection (3 s): the connections the probes began
   // fail, and the api must connect again by itself once MongoDB answers.
-  await sleep(4000);
+  await sleep(PAST_SERVER_SELECTION_MS);
   t.is((await service.request('GET', '/readyz', { baseUrl })).status, 503);
 
   proxy.release();

@@ -444,20 +444,37 @@ test('the CLI issues a key that works against the api', async (t) => {
   t.false(JSON.stringify(stored).includes(issued.secret), 'the key is stored hashed');
 });
 
+/** The rate limit's window is one second, sliding: the point of the next test. */
+const LATE_IN_THE_SECOND_MS = 700; // the first burst late in a clock second
+const WITHIN_THE_WINDOW_MS = 500; // the second burst early in the next clock second, within the window
+const PAST_THE_WINDOW_MS = 1100; // the window of both bursts gone
+const ROUNDS_TO_FIT_A_WINDOW = 5; // a busy machine gets this many tries to send both bursts within one window
+
 test('the rate limit holds in any one second, across a clock second too, and lets the limit through again a second later', async (t) => {
   const other = await service.startExtraApi({ RATE_LIMIT_PER_SECOND: '5' });
   const key = await service.issueKey('sliding');
   const burst = () => Promise.all(Array.from({ length: 5 }, () => service.request('GET', PI, { key, baseUrl: other.baseUrl })));
   // The first five late in a clock second, the next five early in the one after: a
-  // window per clock second would let all ten through.
-  await sleep(1700 - (Date.now() % 1000));
-  const started = Date.now();
-  const first = await burst();
-  t.deepEqual(first.map((r) => r.status), [200, 200, 200, 200, 200]);
-  await sleep(Math.max(0, started + 500 - Date.now()));
-  const second = await burst();
-  t.deepEqual(second.map((r) => r.status), [429, 429, 429, 429, 429], 'less than a second after five, none more');
-  await sleep(1100);
+  // window per clock second would let all ten through. Only when both bursts were
+  // over within one second of the first's start does the window hold all ten; on a
+  // machine too busy for that, the round tells nothing and is made again.
+  for (let round = 1; ; round++) {
+    await sleep(1000 + LATE_IN_THE_SECOND_MS - (Date.now() % 1000));
+    const started = Date.now();
+    const first = await burst();
+    t.deepEqual(first.map((r) => r.status), [200, 200, 200, 200, 200]);
+    await sleep(Math.max(0, started + WITHIN_THE_WINDOW_MS - Date.now()));
+    const second = await burst();
+    const withinOneWindow = Date.now() - started < 1000;
+    if (withinOneWindow || round === ROUNDS_TO_FIT_A_WINDOW) {
+      t.true(withinOneWindow, `in ${round} rounds, never both bursts within a second: the machine is too busy to judge`);
+      t.deepEqual(second.map((r) => r.status), [429, 429, 429, 429, 429], 'less than a second after five, none more');
+      break;
+    }
+    t.log(`round ${round}: the bursts took ${Date.now() - started} ms, past the window; again`);
+    await sleep(PAST_THE_WINDOW_MS);
+  }
+  await sleep(PAST_THE_WINDOW_MS);
   const third = await burst();
   t.deepEqual(third.map((r) => r.status), [200, 200, 200, 200, 200], 'refused requests are not counted: a second later all five pass');
 });

@@ -4,9 +4,10 @@
  */
 import test from 'ava';
 import { BSON } from 'mongodb';
-import { Service, uniqueName } from '../helpers/service.js';
+import { Service, uniqueName, until } from '../helpers/service.js';
 import { createIntent, update } from '../helpers/payment-intent-lifecycle.js';
 import { paidIntent, refund } from '../helpers/refunds.js';
+import { intentLockKey } from '../../worker/record-lock.js';
 
 let service: Service;
 
@@ -26,11 +27,16 @@ test.after.always(async () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long the flood runs at full strength before the victim's creates are timed under it. */
+const FLOOD_RAMP_MS = 1500;
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
+
+/** The one-second rate window of the requests before is gone after this: a test starts with the whole limit. */
+const RATE_WINDOW_GONE_MS = 1100;
 
 /** The victim's creates, one after another: their latencies (ms) and statuses. */
 async function victimCreates(key: string, count: number): Promise<{ ms: number[]; statuses: number[] }> {
@@ -70,7 +76,10 @@ test.serial("H1: 100 concurrent writes of one intent neither fill the worker nor
       if (res.status === 409) await sleep(100);
     }
   });
-  await sleep(1500);
+  // The flood runs a while before the victim's creates are timed: it is under way (each of
+  // its 100 clients answered), then FLOOD_RAMP_MS more, so they meet it at full strength.
+  await until('the flood to be under way', () => ([...answers.values()].reduce((a, b) => a + b, 0) >= 100 ? true : undefined), 60_000);
+  await sleep(FLOOD_RAMP_MS);
   const busy = await victimCreates(victimKey, 15);
   running = false;
   await Promise.all(loops);
@@ -88,15 +97,16 @@ test.serial('H1: a write of a record that stays locked answers 409 lock_timeout 
   const key = await service.issueKey(uniqueName('locked'));
   const pi = await createIntent(service, key, { amount: 1000, currency: 'xof' });
   const redis = service.redis();
-  // Another writer holds the intent's lock past RECORD_LOCK_WAIT_MS (2 s).
-  await redis.set(`${service.prefix}:intent-lock:${pi.id}`, 'someone else', 'PX', 6000);
-  redis.disconnect();
+  t.teardown(() => redis.disconnect());
+  // Another writer holds the intent's lock past RECORD_LOCK_WAIT_MS (2 s), until it lets go below.
+  const lock = intentLockKey(service.prefix, pi.id);
+  await redis.set(lock, 'someone else', 'PX', 60_000);
   const started = Date.now();
   const res = await update(service, key, pi.id, { description: 'changed' }, { 'Idempotency-Key': 'lock-1' });
   t.is(res.status, 409, res.text);
   t.like(res.body.error, { type: 'invalid_request_error', code: 'lock_timeout' });
   t.true(Date.now() - started < 5000);
-  await sleep(5000);
+  await redis.del(lock);
   const again = await update(service, key, pi.id, { description: 'changed' }, { 'Idempotency-Key': 'lock-1' });
   t.is(again.status, 200, 'the same key runs again once the lock is free: the 409 was not recorded');
   t.is(again.headers.get('idempotent-replayed'), null);
@@ -128,7 +138,7 @@ test.serial('the rate limit is per project and mode: its keys share it', async (
   try {
     const project = uniqueName('shared');
     const [a, b, other] = await Promise.all([limited.issueKey(project), limited.issueKey(project), limited.issueKey(uniqueName('other'))]);
-    await sleep(1100);
+    await sleep(RATE_WINDOW_GONE_MS);
     const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => limited.request('GET', '/v1/payment_intents?limit=1', { key: i % 2 ? a : b })));
     const refused = answers.filter((res) => res.status === 429).length;
     t.true(refused >= 15, `${refused} of 60 refused: two keys of one project do not get 40 a second each`);
@@ -140,10 +150,10 @@ test.serial('the rate limit is per project and mode: its keys share it', async (
 });
 
 test.serial('strangers: unauthenticated routes and failed authentications are limited per address', async (t) => {
-  await sleep(1100);
+  await sleep(RATE_WINDOW_GONE_MS);
   const callbacks = await Promise.all(Array.from({ length: 40 }, () => fetch(`${service.baseUrl}/operators/mtn_momo/callback`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"externalId":"pi_x:1"}' })));
   t.true(callbacks.filter((r) => r.status === 429).length >= 15, 'callbacks past 20 a second from one address: 429');
-  await sleep(1100);
+  await sleep(RATE_WINDOW_GONE_MS);
   const guesses = await Promise.all(Array.from({ length: 40 }, (_, i) => service.request('GET', '/v1/payment_intents', { key: `sk_test_guess${i}` })));
   t.true(guesses.filter((r) => r.status === 429).length >= 15, 'guessed keys past 20 a second: 429, not 401');
   t.true(guesses.every((r) => r.status === 401 || r.status === 429));

@@ -25,7 +25,7 @@ test('a worker killed in the middle of a batch: every job of the batch ends with
   // even on a loaded machine where the 40 requests take seconds to reach the worker.
   const service = await Service.start({
     workers: 1,
-    env: { WORKER_CONCURRENCY: String(batch), CREATE_BATCH_MAX: '1000', CREATE_BATCH_WAIT_MS: '8000', CREATE_TIMEOUT_MS: '3000' },
+    env: { WORKER_CONCURRENCY: String(batch), CREATE_BATCH_MAX: '1000', CREATE_BATCH_WAIT_MS: '8000', WRITE_TIMEOUT_MS: '3000' },
   });
   t.teardown(() => service.stop());
   const project = uniqueName('batchkill');

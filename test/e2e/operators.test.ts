@@ -14,7 +14,7 @@ import { confirm, createIntent, listAllEvents, phone, retrieve } from '../helper
 let service: Service;
 
 test.before(async () => {
-  service = await Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '60000' } });
+  service = await Service.start({ workers: 1, env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '60000' } });
 });
 
 test.after.always(async () => {

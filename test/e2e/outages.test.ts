@@ -42,7 +42,7 @@ test('Redis down: 503 service_unavailable with Retry-After, not ready; back up: 
 test('MongoDB down: reads answer 503, a create waits and completes once MongoDB is back, exactly once', async (t) => {
   const mongo = await startFerretDBServer();
   t.teardown(() => mongo.dispose());
-  const { service, key, project } = await withService(t, { project: 'mongo-out', workers: 1, env: { MONGODB_URL: mongo.url, CREATE_TIMEOUT_MS: '1500' } });
+  const { service, key, project } = await withService(t, { project: 'mongo-out', workers: 1, env: { MONGODB_URL: mongo.url, WRITE_TIMEOUT_MS: '1500' } });
   t.is((await service.request('POST', PI, { key, body: { amount: 1 } })).status, 200);
 
   await mongo.stop();

@@ -45,7 +45,7 @@ test('a replay answered from MongoDB after Redis lost the key is flagged Idempot
 
 test("a request that waits on another request's job of its key gets that job's answer flagged", async (t) => {
   // No worker yet: the first request's job waits in the queue.
-  const service = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '12000', CREATE_ADMISSION_WAIT_MS: '0' } });
+  const service = await Service.start({ workers: 0, env: { WRITE_TIMEOUT_MS: '12000', CREATE_ADMISSION_WAIT_MS: '0' } });
   t.teardown(() => service.stop());
   const project = uniqueName('rollback-queued');
   const key = await service.issueKey(project);
@@ -57,9 +57,13 @@ test("a request that waits on another request's job of its key gets that job's a
   // The timeout freed the key (as a rollback of Redis may): the retry takes it and
   // waits on the same job id, the first request's job, which runs now. It goes to an
   // api that waits longer: a worker starting on a loaded machine may take seconds.
-  const { baseUrl } = await service.startExtraApi({ CREATE_TIMEOUT_MS: '60000' });
+  const { baseUrl } = await service.startExtraApi({ WRITE_TIMEOUT_MS: '60000' });
   const retry = service.request('POST', PI, { key, baseUrl, body: { amount: 42 }, headers });
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // The worker starts once the retry holds the key (its in-flight lock in Redis), waiting on the job.
+  const redis = service.redis();
+  t.teardown(() => redis.disconnect());
+  const entry = redisKey(service.prefix, scopeHash({ project, livemode: false }, 'order-2'));
+  await until('the retry to hold the key', async () => ((await redis.get(entry))?.includes('"s":"lock"') ? true : undefined));
   await service.startWorker();
   const again = await retry;
   t.is(again.status, 200, again.text);
@@ -76,7 +80,7 @@ test('a request whose job Redis lost while it waited is enqueued again once Redi
     project: 'lost-job',
     workers: 0,
     redisUrl: redis.url,
-    env: { CREATE_TIMEOUT_MS: '30000', CREATE_ADMISSION_WAIT_MS: '0' },
+    env: { WRITE_TIMEOUT_MS: '30000', CREATE_ADMISSION_WAIT_MS: '0' },
   });
   const headers = { 'Idempotency-Key': 'lost-with-redis' };
   const pending = service.request('POST', PI, { key, body: { amount: 43 }, headers });

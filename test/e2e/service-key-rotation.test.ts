@@ -19,6 +19,8 @@ import { Service, sleep, uniqueName, until } from '../helpers/service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const API_RELOAD_MS = 500;
+/** A rotated key is in the api's use after this: read within a reload, used once a second old. */
+const NEW_VERSION_IN_USE_MS = 2 * API_RELOAD_MS + 500;
 
 let service: Service;
 
@@ -57,7 +59,7 @@ test.serial('a rotation of the confirm input key with two workers running loses 
 
   t.like(rotate(INPUT_KEY_ID), { version: 2 });
   // The api reads the keys within 500 ms, and seals with the new version once it is a second old.
-  await sleep(2 * API_RELOAD_MS + 500);
+  await sleep(NEW_VERSION_IN_USE_MS);
 
   // Held back in the queue, to read what the api put in the jobs.
   const writes = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
@@ -104,7 +106,7 @@ test.serial('a rotation of the fingerprint key loses no replay: a request made b
   t.is(confirmed.status, 200, confirmed.text);
 
   t.like(rotate(FINGERPRINT_KEY_ID), { version: 2 });
-  await sleep(2 * API_RELOAD_MS + 500);
+  await sleep(NEW_VERSION_IN_USE_MS);
   // Another api, which kept no answer in memory: it compares fingerprints, made under version 2.
   const extra = await service.startExtraApi();
   const replays = [

@@ -114,11 +114,14 @@ test.serial('a body that trickles in past the request timeout gets 408 and the c
   t.regex(conn.received(), /^HTTP\/1\.1 408/);
 });
 
+/** Idle past the headers (1 s) and request (2 s) timeouts, which must not close a kept-alive connection: the point of the test. */
+const IDLE_PAST_TIMEOUTS_MS = 2500;
+
 test.serial('an idle keep-alive connection outlives the headers timeout, and its next request is answered', async (t) => {
   const conn = await connect();
   conn.socket.write(HEALTH);
   await until('the first answer', () => (conn.received().includes('{"status":"ok"}') ? true : undefined), 5_000);
-  await new Promise((resolve) => setTimeout(resolve, 2500));
+  await new Promise((resolve) => setTimeout(resolve, IDLE_PAST_TIMEOUTS_MS));
   t.false(conn.closed(), 'still open after 2.5 s idle');
   conn.socket.write(HEALTH);
   await until('the second answer', () => (conn.received().split('{"status":"ok"}').length === 3 ? true : undefined), 5_000);

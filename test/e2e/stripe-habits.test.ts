@@ -18,8 +18,9 @@ import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
+import { QUEUES } from '../../common/jobs.js';
 import { type Received } from '../helpers/receiver.js';
-import { uniqueName, until } from '../helpers/service.js';
+import { uniqueName, until, untilIdle } from '../helpers/service.js';
 import { createEndpoint } from '../helpers/webhook-fixtures.js';
 import { manage } from '../helpers/webhook-management.js';
 import { cancel, confirm, createIntent, masked, phone, PI, retrieve, waitForStatus, type Intent } from '../helpers/payment-intent-lifecycle.js';
@@ -28,7 +29,7 @@ import { useService } from '../helpers/use-service.js';
 /** The official SDK, for its webhook helpers: it never calls anything here. */
 const stripe = new Stripe('sk_test_unused');
 
-const e2e = useService(test, { workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '200' }, receiver: true });
+const e2e = useService(test, { workers: 1, env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '200' }, receiver: true });
 
 /** What `curl -u user:password` sends. */
 function basic(user: string, password = ''): string {
@@ -320,7 +321,8 @@ test('the checkout page reloaded once the payment ended shows how it ended, neve
     return count === 17 ? count : undefined;
   });
   for (const c of [paid, declined, payerDeclined, canceled]) t.is((await press(c.url, 'pay')).status, 303);
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // A press adds its job before it answers: whatever it set going has run once the queues are idle.
+  await untilIdle(e2e.service, [QUEUES.intents, QUEUES.events]);
   t.like(await retrieve(e2e.service, key, declined.intent.id), { status: 'new', last_payment_error: { operator_decline_code: 'insufficient_funds' } });
   t.is((await retrieve(e2e.service, key, paid.intent.id)).status, 'succeeded');
   t.is((await e2e.service.request('GET', '/v1/events?limit=100', { key })).body.data.length, before);

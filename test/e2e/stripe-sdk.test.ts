@@ -12,12 +12,13 @@ import { QUEUES } from '../../common/jobs.js';
 import { checkAgainstOpenApi } from '../helpers/openapi-check.js';
 import { Service, until } from '../helpers/service.js';
 import { paidIntent } from '../helpers/refunds.js';
+import { fund, payee } from '../helpers/payouts.js';
 
 let service: Service;
 
 test.before(async () => {
   // The simulator's delays shortened, so that refunds have succeeded payments to refund.
-  service = await Service.start({ workers: 1, env: { SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100' } });
+  service = await Service.start({ workers: 1, env: { SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100', SIMULATOR_PAYOUT_ENQUEUED_MS: '600000' } });
 });
 
 test.after.always(async () => {
@@ -231,7 +232,7 @@ test('idempotencyKey: the second call is the recorded answer, with Idempotent-Re
 
 test('maxNetworkRetries against a 409: the SDK retries while the key is in flight, then gets the replay', async (t) => {
   // No worker at first: a keyed create stays in flight until one starts.
-  const held = await Service.start({ workers: 0, env: { CREATE_TIMEOUT_MS: '60000' } });
+  const held = await Service.start({ workers: 0, env: { WRITE_TIMEOUT_MS: '60000' } });
   t.teardown(() => held.stop());
   const key = await held.issueKey('sdk-retry');
   const queue = new Queue(QUEUES.writes, { connection: { url: held.env.REDIS_URL as string }, prefix: held.prefix });
@@ -252,8 +253,8 @@ test('maxNetworkRetries against a 409: the SDK retries while the key is in fligh
   const refused = await t.throwsAsync(createPaymentIntent(once.stripe, { amount: 4200 }, { idempotencyKey: 'retry-1' }));
   t.like(refused, { statusCode: 409, code: 'idempotency_in_flight' });
 
-  // A create that outlives CREATE_TIMEOUT_MS is a 503 the SDK may retry too.
-  const impatient = await held.startExtraApi({ CREATE_TIMEOUT_MS: '300' });
+  // A create that outlives WRITE_TIMEOUT_MS is a 503 the SDK may retry too.
+  const impatient = await held.startExtraApi({ WRITE_TIMEOUT_MS: '300' });
   const timeout = await held.request('POST', '/v1/payment_intents', { key, body: { amount: 1 }, baseUrl: impatient.baseUrl });
   t.is(timeout.status, 503);
   t.is(timeout.body.error.code, 'processing_timeout');
@@ -305,5 +306,35 @@ test('refunds.create, retrieve, and list with auto-pagination (and its payment_i
   t.true(tooLarge instanceof Stripe.errors.StripeInvalidRequestError);
   t.like(tooLarge as Stripe.errors.StripeInvalidRequestError, { code: 'amount_too_large', param: 'amount', statusCode: 400 });
   await until('the refunds to succeed', async () => ((await c.stripe.refunds.retrieve(made[0] as string)).status === 'succeeded' ? true : undefined));
+  noViolations(t, c);
+});
+
+test('payouts.create (phone_number and operator as extra params), retrieve, list with auto-pagination, cancel', async (t) => {
+  const key = await service.issueKey('sdk-payouts');
+  const c = client(service, key);
+  await fund(service, key, 20_000);
+  const params = { amount: 1000, currency: 'xof', phone_number: payee('000'), operator: 'mtn_momo', metadata: { run: '1' } } as unknown as Stripe.PayoutCreateParams;
+  const made: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const payout = await c.stripe.payouts.create({ ...params, phone_number: payee('000', i) } as unknown as Stripe.PayoutCreateParams, { idempotencyKey: `sdk-payout-${i}` });
+    t.like(payout, { object: 'payout', amount: 1000, currency: 'xof', status: 'pending', metadata: { run: '1' } });
+    made.push(payout.id);
+  }
+  const replay = await c.stripe.payouts.create({ ...params, phone_number: payee('000', 0) } as unknown as Stripe.PayoutCreateParams, { idempotencyKey: 'sdk-payout-0' });
+  t.is(replay.id, made[0]);
+  const got = await c.stripe.payouts.retrieve(made[1] as string);
+  t.is(got.id, made[1]);
+  const all = await c.stripe.payouts.list({ limit: 2 }).autoPagingToArray({ limit: 100 });
+  t.deepEqual(all.map((p) => p.id), [...made].reverse());
+
+  const enqueued = await c.stripe.payouts.create({ ...params, phone_number: payee('008', 9) } as unknown as Stripe.PayoutCreateParams);
+  await until('the payout to be enqueued', async () => ((await c.stripe.payouts.retrieve(enqueued.id)).status === ('enqueued' as string) ? true : undefined));
+  const canceled = await c.stripe.payouts.cancel(enqueued.id);
+  t.is(canceled.status, 'canceled');
+  const refused = await c.stripe.payouts.cancel(enqueued.id).catch((err: unknown) => err);
+  t.true(refused instanceof Stripe.errors.StripeInvalidRequestError);
+  t.like(refused as Stripe.errors.StripeInvalidRequestError, { code: 'payout_unexpected_state', statusCode: 400 });
+  const short = await c.stripe.payouts.create({ ...params, amount: 1_000_000 } as unknown as Stripe.PayoutCreateParams).catch((err: unknown) => err);
+  t.like(short as Stripe.errors.StripeInvalidRequestError, { code: 'balance_insufficient', param: 'amount' });
   noViolations(t, c);
 });

@@ -10,6 +10,9 @@ import { Service, sleep, uniqueName, until } from '../helpers/service.js';
 import { createEndpoint, createPaymentIntent, waitForAttempts } from '../helpers/webhook-fixtures.js';
 import { Receiver } from '../helpers/receiver.js';
 
+/** A delivery waiting for a slot asks again within 2 s (slotWaitMs): a third past the limit would reach the tarpit within this. */
+const SLOT_ASKS_AGAIN_MS = 2500;
+
 let service: Service;
 let receiver: Receiver;
 
@@ -87,7 +90,7 @@ test('a tarpit endpoint holds at most its limit of deliveries; another endpoint 
   await receiver.waitFor(`/${fastProject}`, 3, 20_000);
 
   // Room for more to arrive, were the limit not kept.
-  await sleep(2500);
+  await sleep(SLOT_ASKS_AGAIN_MS);
   t.is(pit.maxOpen, 2, 'never more than 2 deliveries in flight to the tarpit');
   t.is(pit.total, 2);
 

@@ -61,6 +61,18 @@
  *   still reads Completed (Daraja documents no "Reversed" status); the ReasonType
  *   and party-name values are made up in Daraja's style.
  *
+ * B2C (`POST /mpesa/b2c/v3/paymentrequest`), from Daraja's B2C page: `OriginatorConversationID`
+ * (ours, optional), `InitiatorName`, `SecurityCredential`, `CommandID` (SalaryPayment,
+ * BusinessPayment or PromotionPayment), a whole `Amount` of at least 10 (Daraja's
+ * minimum for B2C is inferred from public reports), `PartyA` the short code, `PartyB`
+ * 2547…/2541…, `Remarks`, `QueueTimeOutURL`, `ResultURL`; answered at once with
+ * `{ConversationID, OriginatorConversationID, ResponseCode: "0"}`, the `Result`
+ * POSTed to `ResultURL` right after (`ResultCode` 0 with a `TransactionID` and
+ * `ResultParameters`, or the code set for the recipient in `b2cOutcomes`). Daraja has
+ * no idempotency key: every accepted request pays, and `paidFor(originatorConversationId)`
+ * counts them. Transaction Status finds a paid B2C by its `OriginatorConversationID`.
+ * `loseB2cResults = true`: the payment is made, its `Result` never sent.
+ *
  * Misbehaviours, each off until a test asks (the shared ones are in fake-server.ts):
  *
  * - Throttling (`server.throttleNext`): Daraja documents its rate limits as HTTP 500
@@ -101,6 +113,17 @@ interface Push {
   transactionType?: string;
   createdAt?: number;
   settledAt?: number;
+}
+
+interface B2c {
+  originatorConversationId: string;
+  conversationId: string;
+  phone: string;
+  amount: number;
+  resultUrl: string;
+  resultCode: number;
+  receipt?: string;
+  at: number;
 }
 
 interface Reversal {
@@ -148,6 +171,12 @@ export class MpesaFake {
   readonly pushes = new Map<string, Push>();
   readonly reversals = new Map<string, Reversal>();
   readonly reversedReceipts = new Set<string>();
+  /** B2C payments, by ConversationID. */
+  readonly b2cPayments = new Map<string, B2c>();
+  /** The `ResultCode` a B2C recipient's number gets (default 0). */
+  readonly b2cOutcomes = new Map<string, number>();
+  /** B2C payments made while true have their `Result` lost. */
+  loseB2cResults = false;
   /** The `ResultCode` a payer's number gets when settled (default 0). */
   readonly outcomes = new Map<string, number>();
   /** STK callbacks are not sent while true (the push is still settled). */
@@ -221,6 +250,11 @@ export class MpesaFake {
     return [...this.pushes.values()].find((p) => new URL(p.callbackUrl).searchParams.get('attempt') === attemptId);
   }
 
+  /** How many B2C payments were made (paid) for this OriginatorConversationID. */
+  paidFor(originatorConversationId: string): number {
+    return [...this.b2cPayments.values()].filter((b) => b.originatorConversationId === originatorConversationId && b.resultCode === 0).length;
+  }
+
   /** The payer answers the push: its result is set, and Daraja calls back. */
   async settle(checkoutRequestId: string): Promise<void> {
     const push = this.pushes.get(checkoutRequestId);
@@ -286,6 +320,8 @@ export class MpesaFake {
         return this.reverse(body);
       case '/mpesa/transactionstatus/v1/query':
         return this.transactionStatus(body);
+      case '/mpesa/b2c/v3/paymentrequest':
+        return this.b2c(body);
       default:
         return error(404, '404.001.01', 'Resource not found');
     }
@@ -401,6 +437,39 @@ export class MpesaFake {
     return { status: 200, body: { OriginatorConversationID: originatorConversationId, ConversationID: conversationId, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' } };
   }
 
+  private b2c(body: Record<string, unknown>): FakeAnswer {
+    for (const name of ['InitiatorName', 'SecurityCredential', 'ResultURL', 'QueueTimeOutURL', 'Remarks']) {
+      if (typeof body[name] !== 'string' || body[name] === '') return error(400, '400.002.02', `Bad Request - Invalid ${name}`);
+    }
+    if (!['SalaryPayment', 'BusinessPayment', 'PromotionPayment'].includes(body.CommandID as string)) return error(400, '400.002.02', 'Bad Request - Invalid CommandID');
+    if (String(body.PartyA) !== this.config.shortcode) return error(400, '400.002.02', 'Bad Request - Invalid PartyA');
+    const phone = String(body.PartyB ?? '');
+    if (!/^254[17]\d{8}$/.test(phone)) return error(400, '400.002.02', 'Bad Request - Invalid PartyB');
+    const amount = Number(body.Amount);
+    if (!Number.isInteger(amount) || amount < 10) return error(400, '400.002.02', 'Bad Request - Invalid Amount');
+    const originatorConversationId = typeof body.OriginatorConversationID === 'string' && body.OriginatorConversationID !== '' ? body.OriginatorConversationID : `${randomBytes(4).toString('hex')}-b2c`;
+    const conversationId = `AG_${eat(Date.now()).slice(0, 8)}_${randomBytes(8).toString('hex')}`;
+    const initiatorOk = body.InitiatorName === this.config.initiatorName && body.SecurityCredential === this.config.securityCredential;
+    const resultCode = initiatorOk ? (this.b2cOutcomes.get(phone) ?? 0) : 2001;
+    const payment: B2c = { originatorConversationId, conversationId, phone, amount, resultUrl: body.ResultURL as string, resultCode, at: Date.now(), ...(resultCode === 0 ? { receipt: receiptNo() } : {}) };
+    this.b2cPayments.set(conversationId, payment);
+    if (!this.loseB2cResults) {
+      const result = {
+        ResultType: 0,
+        ResultCode: resultCode,
+        ResultDesc: RESULT_DESCRIPTIONS[resultCode] ?? 'The transaction failed.',
+        OriginatorConversationID: originatorConversationId,
+        ConversationID: conversationId,
+        TransactionID: payment.receipt ?? placeholder(),
+        ...(payment.receipt
+          ? { ResultParameters: { ResultParameter: [{ Key: 'TransactionAmount', Value: amount }, { Key: 'TransactionReceipt', Value: payment.receipt }, { Key: 'ReceiverPartyPublicName', Value: `${phone} - Fake Recipient` }] } }
+          : {}),
+      };
+      setImmediate(() => void sendCallback(payment.resultUrl, { Result: result }).catch(() => undefined));
+    }
+    return { status: 200, body: { ConversationID: conversationId, OriginatorConversationID: originatorConversationId, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' } };
+  }
+
   /**
    * Daraja's Transaction Status query: checked, answered at once, its Result POSTed
    * to `ResultURL` afterwards (unless lost). What it finds is described in the header.
@@ -468,14 +537,20 @@ export class MpesaFake {
     for (const push of this.pushes.values()) {
       if (push.resultCode !== 0 || !push.receipt) continue;
       if ((transactionId && push.receipt === transactionId) || (conversation && push.checkoutRequestId === conversation)) {
-        return { kind: 'payment', receipt: push.receipt, push, initiatedAt: push.createdAt ?? Date.now(), finalisedAt: push.settledAt ?? Date.now(), conversation: push.checkoutRequestId };
+        return { kind: 'payment', receipt: push.receipt, phone: push.phone, amount: push.amount, transactionType: push.transactionType, initiatedAt: push.createdAt ?? Date.now(), finalisedAt: push.settledAt ?? Date.now(), conversation: push.checkoutRequestId };
+      }
+    }
+    for (const payment of this.b2cPayments.values()) {
+      if (!payment.receipt) continue;
+      if ((transactionId && payment.receipt === transactionId) || (conversation && payment.originatorConversationId === conversation)) {
+        return { kind: 'payout', receipt: payment.receipt, phone: payment.phone, amount: payment.amount, initiatedAt: payment.at, finalisedAt: payment.at, conversation: payment.originatorConversationId };
       }
     }
     for (const reversal of this.reversals.values()) {
       if (!reversal.receipt || !reversal.reversed) continue;
       if ((transactionId && reversal.receipt === transactionId) || (conversation && reversal.originatorConversationId === conversation)) {
         const at = reversal.at ?? Date.now();
-        return { kind: 'reversal', receipt: reversal.receipt, push: reversal.reversed, initiatedAt: at, finalisedAt: at, conversation: reversal.originatorConversationId };
+        return { kind: 'reversal', receipt: reversal.receipt, phone: reversal.reversed.phone, amount: reversal.reversed.amount, initiatedAt: at, finalisedAt: at, conversation: reversal.originatorConversationId };
       }
     }
     return null;
@@ -483,8 +558,9 @@ export class MpesaFake {
 
   private statusParameters(found: StatusFound): Array<{ Key: string; Value?: unknown }> {
     const business = `${this.config.shortcode} - Fake Business`;
-    const payer = `${found.push.phone} - Fake Payer`;
+    const payer = `${found.phone} - Fake Payer`;
     const payment = found.kind === 'payment';
+    const reason = payment ? (found.transactionType === 'CustomerBuyGoodsOnline' ? 'Buy Goods Online' : 'Pay Bill Online') : found.kind === 'payout' ? 'Business Payment' : 'Reversal';
     return [
       { Key: 'DebitPartyName', Value: payment ? payer : business },
       { Key: 'CreditPartyName', Value: payment ? business : payer },
@@ -492,10 +568,10 @@ export class MpesaFake {
       { Key: 'InitiatedTime', Value: eat(found.initiatedAt) },
       { Key: 'DebitPartyCharges', Value: '' },
       { Key: 'TransactionReason' },
-      { Key: 'ReasonType', Value: payment ? (found.push.transactionType === 'CustomerBuyGoodsOnline' ? 'Buy Goods Online' : 'Pay Bill Online') : 'Reversal' },
+      { Key: 'ReasonType', Value: reason },
       { Key: 'TransactionStatus', Value: 'Completed' },
       { Key: 'FinalisedTime', Value: eat(found.finalisedAt) },
-      { Key: 'Amount', Value: String(found.push.amount) },
+      { Key: 'Amount', Value: String(found.amount) },
       { Key: 'ConversationID', Value: `AG_${eat(found.initiatedAt).slice(0, 8)}_${found.receipt.toLowerCase()}` },
       { Key: 'ReceiptNo', Value: found.receipt },
     ];
@@ -503,9 +579,11 @@ export class MpesaFake {
 }
 
 interface StatusFound {
-  kind: 'payment' | 'reversal';
+  kind: 'payment' | 'reversal' | 'payout';
   receipt: string;
-  push: Push;
+  phone: string;
+  amount: number;
+  transactionType?: string;
   initiatedAt: number;
   finalisedAt: number;
   conversation: string;

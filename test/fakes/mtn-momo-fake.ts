@@ -42,6 +42,15 @@
  * - `approveAfter(referenceId, ms)`: the payer approves late (`settle` after `ms`).
  * - `autoSettleRefunds = true`: a refund is SUCCESSFUL as soon as it is created (its
  *   callback follows); otherwise it is PENDING until `settle(refundReference)`.
+ *
+ * Disbursement `transfer` (payouts), from MTN's Disbursement swagger (POST
+ * `/disbursement/v1_0/transfer` with `X-Reference-Id`, body `{amount, currency,
+ * externalId, payee: {partyIdType: "MSISDN", partyId}, payerMessage, payeeNote}`, 202;
+ * `GET /disbursement/v1_0/transfer/{referenceId}` with `status` and, when FAILED, a
+ * `reason`). A transfer is SUCCESSFUL as soon as it is created (its callback
+ * follows), or FAILED with the reason set for the payee in `payeeOutcomes`; with
+ * `holdTransfers = true` it stays PENDING until `settle`. `paidTo(externalId)`
+ * counts the SUCCESSFUL transfers of one payout, whatever their references.
  */
 import { randomBytes } from 'node:crypto';
 import { FakeServer, header, sendCallback, type FakeAnswer, type FakeRequest } from './fake-server.js';
@@ -56,6 +65,8 @@ export type MtnOutcome = { status: 'SUCCESSFUL' } | { status: 'FAILED'; reason: 
 
 interface Transfer {
   product: 'collection' | 'disbursement';
+  /** A disbursement's: a refund, or a transfer to a payee (a payout). */
+  kind?: 'refund' | 'transfer';
   referenceId: string;
   body: Record<string, unknown>;
   payer: string;
@@ -103,6 +114,10 @@ export class MtnMomoFake {
   enforceSandboxCurrency = false;
   /** A refund is SUCCESSFUL as soon as it is created (else PENDING until `settle`). */
   autoSettleRefunds = false;
+  /** A transfer stays PENDING until `settle` (else it is decided as soon as it is created). */
+  holdTransfers = false;
+  /** The FAILED reason a payee's number gets on a transfer (default SUCCESSFUL). */
+  readonly payeeOutcomes = new Map<string, string>();
   private configErrorKind: 'currency' | null = null;
   private readonly tokens = new Map<string, 'collection' | 'disbursement'>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -153,6 +168,11 @@ export class MtnMomoFake {
     return this.requestsFor(referenceId);
   }
 
+  /** How many transfers to a payee named this `externalId` and succeeded. */
+  paidTo(externalId: string): number {
+    return [...this.transfers.values()].filter((t) => t.kind === 'transfer' && t.body.externalId === externalId && t.status === 'SUCCESSFUL').length;
+  }
+
   /** The payer answers (or the refund is processed): the transfer takes its outcome and MTN calls back. */
   async settle(referenceId: string): Promise<void> {
     const transfer = this.transfers.get(referenceId);
@@ -174,6 +194,10 @@ export class MtnMomoFake {
 
   /** The outcome a payer's number gets: the test's, else the sandbox's test numbers, else SUCCESSFUL. */
   private outcomeFor(transfer: Transfer): MtnOutcome | 'PENDING' {
+    if (transfer.kind === 'transfer') {
+      const reason = this.payeeOutcomes.get(transfer.payer);
+      return reason ? { status: 'FAILED', reason } : { status: 'SUCCESSFUL' };
+    }
     if (transfer.product === 'disbursement') return { status: 'SUCCESSFUL' };
     const set = this.outcomes.get(transfer.payer);
     if (set) return set;
@@ -231,26 +255,29 @@ export class MtnMomoFake {
       return { status: 403, body: { code: 'NOT_ALLOWED_TARGET_ENVIRONMENT', message: 'Access to target environment is forbidden.' } };
     }
 
-    const creation = (product === 'collection' && rest === 'v1_0/requesttopay') || (product === 'disbursement' && rest === 'v1_0/refund');
-    if (creation && request.method === 'POST') return this.create(product, request);
-    const status = /^v1_0\/(requesttopay|refund)\/([^/]+)$/.exec(rest);
+    const creation = (product === 'collection' && rest === 'v1_0/requesttopay') || (product === 'disbursement' && (rest === 'v1_0/refund' || rest === 'v1_0/transfer'));
+    if (creation && request.method === 'POST') return this.create(product, request, rest === 'v1_0/transfer' ? 'transfer' : rest === 'v1_0/refund' ? 'refund' : undefined);
+    const status = /^v1_0\/(requesttopay|refund|transfer)\/([^/]+)$/.exec(rest);
     if (status && request.method === 'GET') {
       const transfer = this.transfers.get(decodeURIComponent(status[2]!));
-      if (!transfer || transfer.product !== product) return { status: 404, body: { code: 'RESOURCE_NOT_FOUND', message: 'Requested resource was not found.' } };
+      const kind = status[1] === 'requesttopay' ? undefined : status[1];
+      if (!transfer || transfer.product !== product || (product === 'disbursement' && (transfer.kind ?? 'refund') !== kind)) return { status: 404, body: { code: 'RESOURCE_NOT_FOUND', message: 'Requested resource was not found.' } };
       return { status: 200, body: this.view(transfer) };
     }
     return { status: 404, body: { statusCode: 404, message: 'Resource not found' } };
   }
 
-  private create(product: 'collection' | 'disbursement', request: FakeRequest): FakeAnswer {
+  private create(product: 'collection' | 'disbursement', request: FakeRequest, kind?: 'refund' | 'transfer'): FakeAnswer {
     const referenceId = header(request, 'x-reference-id') ?? '';
     if (!UUID_V4.test(referenceId)) return { status: 400, body: { code: 'INVALID_REFERENCE_ID', message: 'X-Reference-Id must be a UUID version 4.' } };
     const body = (request.body ?? {}) as Record<string, unknown>;
     const payer = body.payer as { partyIdType?: unknown; partyId?: unknown } | undefined;
     const amountOk = typeof body.amount === 'string' && /^\d+(\.\d{1,2})?$/.test(body.amount);
     const currencyOk = typeof body.currency === 'string' && /^[A-Z]{3}$/.test(body.currency);
-    const payerOk = product === 'disbursement' || (payer?.partyIdType === 'MSISDN' && typeof payer.partyId === 'string' && /^\d{8,15}$/.test(payer.partyId));
-    const refundOk = product === 'collection' || typeof body.referenceIdToRefund === 'string';
+    const payee = body.payee as { partyIdType?: unknown; partyId?: unknown } | undefined;
+    const party = kind === 'transfer' ? payee : payer;
+    const payerOk = kind === 'refund' || (party?.partyIdType === 'MSISDN' && typeof party.partyId === 'string' && /^\d{8,15}$/.test(party.partyId));
+    const refundOk = kind !== 'refund' || typeof body.referenceIdToRefund === 'string';
     if (!amountOk || !currencyOk || !payerOk || !refundOk || typeof body.externalId !== 'string') {
       return { status: 400, body: { code: 'INVALID_REQUEST', message: 'Request does not follow the specification.' } };
     }
@@ -258,7 +285,7 @@ export class MtnMomoFake {
       return { status: 500, body: { ...MTN_CURRENCY_NOT_SUPPORTED } };
     }
     if (this.transfers.has(referenceId)) return { status: 409, body: { code: 'RESOURCE_ALREADY_EXIST', message: 'Duplicated reference id. Creation of resource failed.' } };
-    if (product === 'disbursement') {
+    if (kind === 'refund') {
       const original = this.transfers.get(body.referenceIdToRefund as string);
       if (!original || original.status !== 'SUCCESSFUL') return { status: 404, body: { code: 'RESOURCE_NOT_FOUND', message: 'Requested resource was not found.' } };
     }
@@ -266,12 +293,13 @@ export class MtnMomoFake {
       product,
       referenceId,
       body,
-      payer: product === 'collection' ? (payer!.partyId as string) : '',
+      ...(kind ? { kind } : {}),
+      payer: kind === 'refund' ? '' : (party!.partyId as string),
       status: 'PENDING',
       callbackUrl: header(request, 'x-callback-url'),
     };
     this.transfers.set(referenceId, transfer);
-    if (product === 'disbursement' && this.autoSettleRefunds) {
+    if ((kind === 'refund' && this.autoSettleRefunds) || (kind === 'transfer' && !this.holdTransfers)) {
       this.decide(transfer);
       // The callback follows the 202, as MTN's does.
       setImmediate(() => void this.notify(transfer));

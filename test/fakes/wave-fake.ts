@@ -42,6 +42,16 @@
  * `expire` (the session's own expiry); each sends the webhook Wave would, signed with
  * the webhook secret, unless webhooks are dropped (expiry sends none).
  *
+ * Payouts, from Wave's Payout API reference (docs.wave.com/payout): `POST /v1/payout`
+ * with `currency`, `receive_amount` (a decimal string) and `mobile` (E.164) required,
+ * `client_reference` and `payment_reason` optional, and an `idempotency-key` (a
+ * repeated key answers the first payout and sends nothing); `GET /v1/payout/:id` (404
+ * `payout-not-found`, inferred); `GET /v1/payouts/search?client_reference=…`
+ * (`{result: [...]}`). A payout is `succeeded` at once, or `failed` with the
+ * `payout_error: {error_code, error_message}` set for its mobile in `payoutErrors`;
+ * with `holdPayouts = true` it stays `processing` until `settlePayout`.
+ * `paidFor(clientReference)` counts the succeeded payouts of one reference.
+ *
  * Misbehaviours, each off until a test asks (the shared ones are in fake-server.ts):
  *
  * - Throttling (`server.throttleNext`): 429 with `{code: "too-many-requests",
@@ -90,10 +100,29 @@ export interface WaveTransaction {
   checkout_api_session_id: string;
 }
 
+interface WavePayout {
+  id: string;
+  currency: string;
+  receive_amount: string;
+  fee: string;
+  mobile: string;
+  name: string | null;
+  client_reference: string | null;
+  payment_reason: string | null;
+  status: 'processing' | 'succeeded' | 'failed' | 'reversed';
+  timestamp: string;
+  payout_error?: { error_code: string; error_message: string };
+}
+
 export class WaveFake {
   readonly server: FakeServer;
   readonly sessions = new Map<string, WaveSession>();
   readonly refunded = new Set<string>();
+  readonly payouts = new Map<string, WavePayout>();
+  /** The `payout_error.error_code` a recipient's mobile gets (default: paid). */
+  readonly payoutErrors = new Map<string, string>();
+  /** Payouts stay `processing` until `settlePayout` while true. */
+  holdPayouts = false;
   /** Where Wave sends webhooks (registered in the Business Portal). */
   webhookUrl: string | null = null;
   dropWebhooks = false;
@@ -192,6 +221,15 @@ export class WaveFake {
     if (bearer !== this.apiKey) return { status: 401, body: { code: 'no-matching-api-key', message: "The key you provided doesn't exist in our system." } };
 
     if (request.method === 'POST' && request.path === '/v1/checkout/sessions') return this.idempotent(request, () => this.create(request));
+    if (request.method === 'POST' && request.path === '/v1/payout') return this.idempotent(request, () => this.createPayout(request));
+    if (request.method === 'GET' && request.path === '/v1/payouts/search') {
+      return { status: 200, body: { result: [...this.payouts.values()].filter((p) => p.client_reference === request.query.get('client_reference')) } };
+    }
+    const payout = /^\/v1\/payout\/([^/]+)$/.exec(request.path);
+    if (request.method === 'GET' && payout) {
+      const found = this.payouts.get(decodeURIComponent(payout[1]!));
+      return found ? { status: 200, body: found } : { status: 404, body: { code: 'payout-not-found', message: 'No such payout.' } };
+    }
     if (request.method === 'GET' && request.path === '/v1/checkout/sessions/search') {
       return { status: 200, body: { result: this.sessionsFor(request.query.get('client_reference') ?? '') } };
     }
@@ -206,6 +244,49 @@ export class WaveFake {
       return session ? { status: 200, body: session } : notFound();
     }
     return { status: 404, body: { code: 'not-found', message: 'Not found.' } };
+  }
+
+  /** How many payouts with this `client_reference` were paid. */
+  paidFor(clientReference: string): number {
+    return [...this.payouts.values()].filter((p) => p.client_reference === clientReference && p.status === 'succeeded').length;
+  }
+
+  /** A held payout ends: paid, or failed with the error set for its mobile. */
+  settlePayout(id: string): void {
+    const payout = this.payouts.get(id);
+    if (!payout) throw new Error(`no payout ${id}`);
+    this.decidePayout(payout);
+  }
+
+  private decidePayout(payout: WavePayout): void {
+    const code = this.payoutErrors.get(payout.mobile);
+    payout.status = code ? 'failed' : 'succeeded';
+    if (code) payout.payout_error = { error_code: code, error_message: code.replace(/-/g, ' ') };
+  }
+
+  private createPayout(request: FakeRequest): FakeAnswer {
+    if (!header(request, 'idempotency-key')) return { status: 400, body: { code: 'missing-idempotency-key', message: 'Payouts need an idempotency-key header.' } };
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const details: Array<{ loc: string[]; msg: string }> = [];
+    if (typeof body.receive_amount !== 'string' || !/^\d+(\.\d{1,2})?$/.test(body.receive_amount)) details.push({ loc: ['receive_amount'], msg: 'a decimal string is required' });
+    if (typeof body.currency !== 'string' || !/^[A-Z]{3}$/.test(body.currency)) details.push({ loc: ['currency'], msg: 'a currency code is required' });
+    if (typeof body.mobile !== 'string' || !/^\+[1-9]\d{7,14}$/.test(body.mobile)) details.push({ loc: ['mobile'], msg: 'an E.164 number is required' });
+    if (details.length > 0) return { status: 400, body: { code: 'request-validation-error', message: 'Request invalid', details } };
+    const payout: WavePayout = {
+      id: `pt-${randomBytes(8).toString('hex')}`,
+      currency: body.currency as string,
+      receive_amount: body.receive_amount as string,
+      fee: '0',
+      mobile: body.mobile as string,
+      name: typeof body.name === 'string' ? body.name : null,
+      client_reference: typeof body.client_reference === 'string' ? body.client_reference : null,
+      payment_reason: typeof body.payment_reason === 'string' ? body.payment_reason : null,
+      status: 'processing',
+      timestamp: new Date().toISOString(),
+    };
+    this.payouts.set(payout.id, payout);
+    if (!this.holdPayouts) this.decidePayout(payout);
+    return { status: 200, body: { ...payout } };
   }
 
   private idempotent(request: FakeRequest, handle: () => FakeAnswer): FakeAnswer {

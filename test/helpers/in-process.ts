@@ -17,7 +17,8 @@ import { ANSWER_KEY_ID, openQueues } from '../../common/jobs.js';
 import { Seal } from '../../common/seal.js';
 import { createLogger } from '../../common/logger.js';
 import { connectMongo, type Mongo } from '../../common/mongo.js';
-import { createRedis, waitReady } from '../../common/redis.js';
+import { createRedis, redisTarget, waitReady } from '../../common/redis.js';
+import { queueLayout } from '../../common/queue-shards.js';
 import { resolveStoreProfile } from '../../common/store-profile.js';
 import { startWorker } from '../../worker/main.js';
 import { stackEnv, stackUrls, uniqueName, type ApiResponse } from './service.js';
@@ -64,7 +65,7 @@ export async function openStack(env: Record<string, string> = {}): Promise<Stack
     ...env,
   });
   const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'test');
-  const redis = createRedis(config.redisUrl, 'failFast', 'test');
+  const redis = createRedis(redisTarget(config), 'failFast', 'test');
   await waitReady(redis);
   return {
     config,
@@ -118,9 +119,9 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
   const logger = createLogger(config.logLevel, 'test');
   const ids = new IdGenerator(clock.now);
 
-  const subscriber = createRedis(config.redisUrl, 'patient', 'test-api-subscriber');
-  const queueConnection = createRedis(config.redisUrl, 'failFast', 'test-api-queues');
-  const queues = openQueues({ connection: queueConnection, prefix: config.queuePrefix });
+  const subscriber = createRedis(redisTarget(config), 'patient', 'test-api-subscriber');
+  const queueConnection = createRedis(redisTarget(config), 'failFast', 'test-api-queues');
+  const queues = openQueues({ connection: queueConnection, prefix: config.queuePrefix }, queueLayout(config));
   const answerSeal = new Seal(mongo.collections.serviceKeys, ANSWER_KEY_ID);
   const results = new ResultWaiter(subscriber, config.queuePrefix, (jobId, sealed) => answerSeal.open(jobId, sealed));
   await results.start();
@@ -143,9 +144,9 @@ export async function startInProcess(stack: Stack): Promise<InProcessService> {
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   const workerRedis = {
-    commands: createRedis(config.redisUrl, 'failFast', 'test-worker'),
-    queues: createRedis(config.redisUrl, 'patient', 'test-worker-queues'),
-    workers: createRedis(config.redisUrl, 'patient', 'test-worker-bullmq'),
+    commands: createRedis(redisTarget(config), 'failFast', 'test-worker'),
+    queues: createRedis(redisTarget(config), 'patient', 'test-worker-queues'),
+    workers: createRedis(redisTarget(config), 'patient', 'test-worker-bullmq'),
   };
   const storeProfile = await resolveStoreProfile(config.storeProfile, mongo.db);
   const worker = await startWorker({ config, logger, mongo, redis: workerRedis, now: clock.now, ids: new IdGenerator(clock.now), storeProfile });

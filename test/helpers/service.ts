@@ -9,7 +9,11 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, type Db } from 'mongodb';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import type { Job, Queue } from 'bullmq';
+import { parseClusterNodes } from '../../common/config.js';
+import { openQueue, type QueueName } from '../../common/jobs.js';
+import { queueLayout, queueNames } from '../../common/queue-shards.js';
 import { BUNDLES } from '#scripts/lib/build.mjs';
 import { freePort } from '#scripts/lib/net.mjs';
 import { checkAgainstOpenApi } from './openapi-check.js';
@@ -29,12 +33,45 @@ export function stackUrls(): { redisUrl: string; mongoUrl: string } {
  * code paths against the test store; docs/storage.md).
  */
 export function stackEnv(): Record<string, string> {
-  const profile = process.env.STORE_PROFILE;
-  return profile ? { STORE_PROFILE: profile } : {};
+  const env: Record<string, string> = {};
+  // The run's settings a pass of the suite forces: the store profile, and the Redis
+  // Cluster of `REDIS_CLUSTER=1 npm test` with its queue shards (DESIGN section 19).
+  for (const name of ['STORE_PROFILE', 'REDIS_CLUSTER_NODES', 'QUEUE_SHARDS']) {
+    const value = process.env[name];
+    if (value) env[name] = value;
+  }
+  return env;
+}
+
+/** A client of the stack's Redis, or of its cluster when the run has one (typed as one Redis: see common/redis.ts). */
+export function stackRedis(env: Record<string, string | undefined> = process.env, url = env.REDIS_URL): Redis {
+  const nodes = env.REDIS_CLUSTER_NODES;
+  if (nodes) return new Cluster(parseClusterNodes(nodes), { redisOptions: { maxRetriesPerRequest: 1 } }) as unknown as Redis;
+  return new Redis(url as string, { maxRetriesPerRequest: 1 });
 }
 
 export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(5).toString('hex')}`;
+}
+
+/**
+ * Queue `name` of a service, as its processes open it: on its Redis or cluster, its
+ * shards together under `QUEUE_SHARDS` (common/queue-shards.ts). `close` ends its
+ * connection too.
+ */
+export function serviceQueue(service: Pick<Service, 'env' | 'prefix' | 'redis'>, name: QueueName): Queue {
+  const clustered = Boolean(service.env.REDIS_CLUSTER_NODES);
+  const layout = queueLayout({ queueShards: Number(service.env.QUEUE_SHARDS ?? 1), redisClusterNodes: clustered ? [] : null });
+  const client = clustered ? service.redis() : null;
+  const queue = openQueue(name, { connection: client ?? { url: service.env.REDIS_URL }, prefix: service.prefix }, layout) as unknown as Queue;
+  if (client) {
+    const close = queue.close.bind(queue);
+    queue.close = async () => {
+      await close();
+      client.disconnect();
+    };
+  }
+  return queue;
 }
 
 /** A running child process with its output kept for assertions. */
@@ -114,6 +151,61 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined> | 
 }
 
 /**
+ * Waits until `count` jobs named `name` have completed on `queue` since `sinceMs`:
+ * the positive signal that the service has worked past a point (a sweep that ran, a
+ * later job done), so an absence window after it can be short.
+ */
+export async function untilCompleted(
+  queue: Pick<Queue, 'getJobs'>,
+  name: string,
+  count: number,
+  sinceMs: number,
+  options: { where?: (job: Job) => boolean; timeoutMs?: number } = {},
+): Promise<void> {
+  const where = options.where ?? (() => true);
+  await until(
+    `${count} ${name} job(s) completed`,
+    async () => {
+      const done = await queue.getJobs(['completed']);
+      return done.filter((job) => job.name === name && (job.finishedOn ?? 0) > sinceMs && where(job)).length >= count ? true : undefined;
+    },
+    options.timeoutMs ?? 60_000,
+  );
+}
+
+/** A delayed job due within this counts as work still to do (a delivery waiting for a slot); a retry an hour off does not. */
+const DUE_SOON_MS = 30_000;
+
+/**
+ * Waits until each queue named has no job waiting or running and none delayed to run
+ * soon, in order (a job of one may add to the next): whatever was set going has run.
+ */
+export async function untilIdle(service: Pick<Service, 'env' | 'prefix' | 'redis'>, names: QueueName[], timeoutMs = 60_000): Promise<void> {
+  const layout = queueLayout({ queueShards: Number(service.env.QUEUE_SHARDS ?? 1), redisClusterNodes: service.env.REDIS_CLUSTER_NODES ? [] : null });
+  const redis = service.redis();
+  try {
+    for (const name of names) {
+      await until(
+        `queue ${name} to have nothing to run`,
+        async () => {
+          let busy = 0;
+          for (const shard of queueNames(name, layout)) {
+            const key = (state: string) => `${service.prefix}:${shard}:${state}`;
+            // BullMQ scores a delayed job by its due time × 4096 (plus a counter).
+            const dueSoon = await redis.zcount(key('delayed'), 0, (Date.now() + DUE_SOON_MS) * 0x1000);
+            busy += (await redis.llen(key('wait'))) + (await redis.llen(key('active'))) + (await redis.zcard(key('prioritized'))) + dueSoon;
+          }
+          return busy === 0 ? true : undefined;
+        },
+        timeoutMs,
+      );
+    }
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
  * A port found free may be taken before the api binds it: by another test's server,
  * or as the local end of any process's outgoing connection (the same ephemeral
  * range). The api then exits with EADDRINUSE, and starts again on another port.
@@ -127,7 +219,7 @@ function portTaken(err: unknown): boolean {
 export interface ServiceOptions {
   /** Overrides of the stack's servers go in `env` (MONGODB_URL) or `redisUrl`. */
   workers?: number;
-  /** Extra environment for every process (e.g. CREATE_TIMEOUT_MS). */
+  /** Extra environment for every process (e.g. WRITE_TIMEOUT_MS). */
   env?: Record<string, string>;
   /** Override the Redis of the stack (a test's own restartable server). */
   redisUrl?: string;
@@ -181,6 +273,8 @@ export class Service {
       ...stackEnv(),
       ...options.env,
     };
+    // A test's own Redis stands for the stack's, cluster included.
+    if (options.redisUrl) delete this.env.REDIS_CLUSTER_NODES;
     // Live operators call back the api under test: `PUBLIC_BASE_URL: 'self'` is its own URL.
     if (this.env.PUBLIC_BASE_URL === 'self') this.env.PUBLIC_BASE_URL = this.baseUrl;
   }
@@ -256,8 +350,9 @@ export class Service {
     return this.mongoClient.db(this.dbName);
   }
 
+  /** A client of the service's Redis (its cluster, in the suite's cluster pass). */
   redis(): Redis {
-    return new Redis(this.env.REDIS_URL as string, { maxRetriesPerRequest: 1 });
+    return stackRedis(this.env);
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see ApiResponse

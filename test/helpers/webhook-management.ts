@@ -4,13 +4,13 @@
  * fires early instead of waiting out a long retry delay.
  */
 import type { ExecutionContext } from 'ava';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
 import { deliveryJobId } from '../../common/events.js';
 import { QUEUES } from '../../common/jobs.js';
 import { verifyWebhook } from '../../common/webhooks/verify.js';
 import type { Received } from './receiver.js';
-import { until, type ApiResponse, type Service } from './service.js';
+import { serviceQueue, until, type ApiResponse, type Service } from './service.js';
 
 export const WE = '/v1/webhook_endpoints';
 
@@ -73,7 +73,7 @@ export function verifiesWith(secret: string, delivery: Received): { ours: boolea
 
 /** The webhooks queue of a service, closed when the test ends. */
 export function webhooksQueue(t: ExecutionContext, service: Service): Queue {
-  const queue = new Queue(QUEUES.webhooks, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = serviceQueue(service, QUEUES.webhooks);
   t.teardown(() => queue.close());
   return queue;
 }

@@ -9,7 +9,7 @@ import { MongoClient, type Collection } from 'mongodb';
 import { SQLITE_BUSY_TIMEOUT_MS } from '#scripts/lib/servers.mjs';
 import { STORE_PROFILES } from '../../common/store-profile.js';
 import { FencedUpdates } from '../../worker/fenced-updates.js';
-import { WriteGate } from '../../worker/lifecycle/write-gate.js';
+import { WriteGate } from '../../worker/write-gate.js';
 import { INTENT_LOCK, RecordLock } from '../../worker/record-lock.js';
 import { stackUrls, uniqueName } from '../helpers/service.js';
 

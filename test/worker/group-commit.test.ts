@@ -6,8 +6,17 @@ import test from 'ava';
 import { MongoClient } from 'mongodb';
 import { isDuplicateKey } from '../../common/mongo.js';
 import { InsertBatcher } from '../../worker/group-commit.js';
-import { through, WriteGate } from '../../worker/lifecycle/write-gate.js';
-import { stackUrls, uniqueName } from '../helpers/service.js';
+import { through, WriteGate } from '../../worker/write-gate.js';
+import { stackUrls, uniqueName, until } from '../helpers/service.js';
+
+/** A write gate that counts the work that came to it (waiting or run). */
+class WatchedGate extends WriteGate {
+  arrived = 0;
+  override run<T>(work: () => Promise<T>, lane?: 'first' | 'then'): Promise<T> {
+    this.arrived++;
+    return super.run(work, lane);
+  }
+}
 
 interface Doc {
   _id: string;
@@ -69,13 +78,14 @@ test('batching off (waitMs 0): each insert goes alone', async (t) => {
 
 test('behind a busy write gate, a flushed batch keeps taking documents until its turn, up to maxDocs', async (t) => {
   const collection = client.db(dbName).collection<Doc>(uniqueName('c'));
-  const gate = new WriteGate(1);
+  const gate = new WatchedGate(1);
   let open: () => void = () => undefined;
   // Another write holds the gate's one slot.
   const holder = gate.run(() => new Promise<void>((resolve) => (open = resolve)));
   const batcher = new InsertBatcher({ maxDocs: 3, waitMs: 5, gate });
   const first = batcher.insert(collection, { _id: 'g1', n: 1 });
-  await new Promise((resolve) => setTimeout(resolve, 50)); // its timer fired: flushed, waiting at the gate
+  // Its timer fired: flushed, waiting at the gate.
+  await until('the first batch to wait at the gate', () => (gate.arrived === 2 ? true : undefined), 5000);
   const later = [2, 3, 4].map((n) => batcher.insert(collection, { _id: `g${n}`, n }));
   t.is(batcher.stats.flushes, 0, 'nothing sent while the gate is held');
   open();

@@ -14,7 +14,14 @@ import type { PaymentIntentDoc } from '../../common/documents.js';
 import { collections as collectionsOf } from '../../common/mongo.js';
 import { sweepIdempotency } from '../../worker/processors/sweep-idempotency.js';
 import { INTENT_LOCK, intentLockKey, RECORD_LOCK, RecordLock, withRecordLock } from '../../worker/record-lock.js';
-import { stackUrls, uniqueName } from '../helpers/service.js';
+import { sleep, stackUrls, uniqueName, until } from '../helpers/service.js';
+
+/**
+ * How long a waiter is watched to show that it does NOT get a lock that is held: it
+ * polls every 10 to 40 ms (worker/record-lock.ts), so it would have taken a free lock
+ * several times over.
+ */
+const STILL_WAITING_MS = 200;
 
 interface Doc {
   _id: string;
@@ -78,9 +85,9 @@ test.serial('a holder keeps others out until it releases; a dead holder\'s lock 
     await new Promise<void>((resolve) => (release = resolve));
     order.push('first out');
   });
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await until('the first to hold the lock', () => (order.includes('first in') ? true : undefined), 5000);
   const second = withRecordLock(redis, key, async () => void order.push('second in'));
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await sleep(STILL_WAITING_MS);
   t.deepEqual(order, ['first in'], 'the second waits while the first holds it');
   release();
   await Promise.all([first, second]);
@@ -121,7 +128,8 @@ test.serial('the intent lock of a SIGKILLed worker is taken over within its ttl 
   const key = intentLockKey(uniqueName('killed'), 'pi_1');
   const holder = await holderProcess(key);
   // Held past several ttls: the holder's heartbeat keeps it while the process lives.
-  await new Promise((resolve) => setTimeout(resolve, 2 * INTENT_LOCK.ttlMs));
+  // Waiting past the ttl is the point of this sleep.
+  await sleep(2 * INTENT_LOCK.ttlMs);
   t.truthy(await redis.get(key), 'a live holder keeps its lock past its ttl');
   holder.kill();
   const killedMs = Date.now();
@@ -195,7 +203,7 @@ test.serial("the idempotency sweep frees each expired key under its object's loc
     swept = true;
     return result;
   });
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  await sleep(STILL_WAITING_MS);
   t.false(swept, 'the sweep waits for the busy intent');
   await collections.paymentIntents.updateOne({ _id: `${prefix}_busy` }, { $set: { status: 'succeeded' } });
   await redis.del(lockKey);

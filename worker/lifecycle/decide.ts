@@ -23,8 +23,8 @@ import {
 } from '../../common/lifecycle.js';
 import { mergedMetadataTooLarge, mergeMetadata, METADATA_MAX_KEYS } from '../../common/metadata.js';
 import { formatAmount } from '../../common/money.js';
-import { catalogEntry, countryOf, currenciesIn, flowOf, predictOperator, termsFor, termsIn } from '../../common/operator-catalog.js';
-import { MTN_SANDBOX } from '../../common/operator-accounts.js';
+import { flowOf, predictOperator } from '../../common/operator-catalog.js';
+import { catalogRefusal, notConfigured, sandboxRefusal } from '../../common/operator-terms.js';
 import type { CancelInput, ConfirmInput, OperatorOutcomeData, PaymentIntentUpdateInput } from '../../common/jobs.js';
 
 export type Decision =
@@ -104,84 +104,10 @@ function decline(doc: PaymentIntentDoc, code: DeclineCode, answer: 'object' | 'd
   };
 }
 
-/**
- * What the operator itself would refuse (DESIGN.md section 10), checked in test mode
- * too: a country it does not serve, a currency it does not take there, an amount
- * outside its bounds for one payment. Null when the operator takes the payment.
- */
-function catalogRefusal(doc: PaymentIntentDoc, operator: string, phone: string): ErrorDetail | null {
-  const entry = catalogEntry(operator);
-  const country = countryOf(phone);
-  const served = entry === null || country === null ? [] : termsIn(operator, country.code);
-  if (entry === null || country === null || served.length === 0) {
-    const where = country === null ? 'the country of this number' : `${country.name} (+${country.callingCode})`;
-    const countries = [...new Set(entry?.countries.map((t) => t.country) ?? [])].join(', ');
-    return {
-      code: 'phone_number_invalid',
-      message: `Invalid phone_number: ${operator} does not serve ${where}${countries ? `; it serves ${countries}` : ''}.`,
-      param: 'phone_number',
-    };
-  }
-  const terms = termsFor(operator, country.code, doc.currency);
-  if (terms === null) {
-    return {
-      code: 'currency_not_supported',
-      message: `${entry.name} does not take ${doc.currency} in ${country.name}; it takes ${currenciesIn(operator, country.code).join(', ')} there. Update the PaymentIntent's currency, or pay with another operator.`,
-      param: 'currency',
-    };
-  }
-  if (doc.amount < terms.minAmount) {
-    return {
-      code: 'amount_too_small',
-      message: `Invalid amount: ${formatAmount(doc.amount, doc.currency)} is below ${entry.name}'s minimum in ${country.name}, ${formatAmount(terms.minAmount, doc.currency)}.`,
-      param: 'amount',
-    };
-  }
-  if (doc.amount > terms.maxAmount) {
-    return {
-      code: 'amount_too_large',
-      message: `Invalid amount: ${formatAmount(doc.amount, doc.currency)} is above ${entry.name}'s maximum for one payment in ${country.name}, ${formatAmount(terms.maxAmount, doc.currency)}.`,
-      param: 'amount',
-    };
-  }
-  return null;
-}
-
 /** Live mode: the account serving `phone` for `operator`, or null (every operator of `liveOperators` when no router is given). */
 function liveAccountOf(operator: string, phone: string, ctx: DecideContext): { id: string; sandbox: boolean } | null {
   if (!ctx.liveOperators.has(operator)) return null;
   return ctx.liveAccount ? ctx.liveAccount(operator, phone) : { id: operator, sandbox: false };
-}
-
-function notConfigured(operator: string, phone: string): ErrorDetail {
-  const country = countryOf(phone);
-  const where = country ? `${country.name} (+${country.callingCode})` : 'this number\'s country';
-  const group = operator === 'mtn_momo' ? 'MTN_MOMO_*' : operator === 'mpesa' ? 'MPESA_*' : operator === 'wave' ? 'WAVE_* (and WAVE_COUNTRY)' : null;
-  const how = group
-    ? `set the ${group} variables for an account that serves it, or add one to OPERATOR_ACCOUNTS_FILE (docs/live-operators.md)`
-    : 'this service has no connector for it yet (docs/live-operators.md)';
-  return {
-    code: 'operator_not_configured',
-    message: `No live ${operator} account serves ${where}: ${how}.`,
-    param: 'operator',
-  };
-}
-
-/**
- * MTN's sandbox account takes EUR and MTN's test numbers only (DESIGN section 14),
- * whatever the catalog says of real countries.
- */
-function sandboxRefusal(doc: PaymentIntentDoc, phone: string): ErrorDetail | null {
-  if (!MTN_SANDBOX.numbers.test(phone)) {
-    return { code: 'phone_number_invalid', message: "Invalid phone_number: MTN's sandbox takes its test numbers only, +46733123450 to +46733123459 and +56733123450 to +56733123459.", param: 'phone_number' };
-  }
-  if (doc.currency !== MTN_SANDBOX.currency) {
-    return { code: 'currency_not_supported', message: `MTN's sandbox takes eur only, not ${doc.currency}. Update the PaymentIntent's currency.`, param: 'currency' };
-  }
-  if (doc.amount < MTN_SANDBOX.minAmount || doc.amount > MTN_SANDBOX.maxAmount) {
-    return { code: doc.amount < MTN_SANDBOX.minAmount ? 'amount_too_small' : 'amount_too_large', message: `Invalid amount: MTN's sandbox takes ${formatAmount(MTN_SANDBOX.minAmount, 'eur')} to ${formatAmount(MTN_SANDBOX.maxAmount, 'eur')}.`, param: 'amount' };
-  }
-  return null;
 }
 
 /** The operator of a confirm: named, selected, or predicted from the number (common/operator-catalog.ts). */
@@ -258,6 +184,8 @@ export function decideConfirm(doc: PaymentIntentDoc, input: ConfirmInput, ctx: D
     operator,
     phone_number: input.phone_number,
     phone_masked: maskPhone(input.phone_number),
+    // Kept after the attempt, for search (DESIGN section 18); the full number is not.
+    phone_last4: input.phone_number.slice(-4),
     return_url: input.return_url,
     checkout_token: null as string | null,
     ...(account ? { account: account.id } : {}),
@@ -372,7 +300,9 @@ function otpRequired(): NextAction {
 function payerFollowUps(outcome: SimulatedOutcome, ctx: DecideContext, livemode: boolean): FollowUp[] {
   // Live answers come from the operator's connector, never from the simulator.
   if (livemode || outcome.kind === 'silent') return [];
-  const delayMs = outcome.kind === 'succeed' && outcome.slow ? ctx.simulator.slowDelayMs : ctx.simulator.approvalDelayMs;
+  // A payer who pays late (030): the operator stops answering, so the attempt ends when its window closes.
+  const late = outcome.kind === 'decline' && outcome.paysLate === true;
+  const delayMs = outcome.kind === 'succeed' && outcome.slow ? ctx.simulator.slowDelayMs : late ? ctx.simulator.approvalWindowMs : ctx.simulator.approvalDelayMs;
   return [{ kind: 'outcome', step: 'payer', delayMs }];
 }
 

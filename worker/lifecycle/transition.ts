@@ -34,6 +34,7 @@
 import type { Filter } from 'mongodb';
 import { createdEventDoc, withinRetention } from '../../common/created-events.js';
 import type { MutationDoc, MutationEntry, MutationRecord, PaymentIntentDoc } from '../../common/documents.js';
+import type { KeptIntents } from '../../common/kept-intents.js';
 import { errorBody } from '../../common/errors.js';
 import { idTime, type IdGenerator } from '../../common/ids.js';
 import type { Scope, TypedQueue } from '../../common/jobs.js';
@@ -45,14 +46,15 @@ import { recordOutgoing, type OutboxDeps } from '../webhooks/outbox.js';
 import { scopeMayWant } from '../webhooks/subscriptions.js';
 import type { Redis } from 'ioredis';
 import type { Decision } from './decide.js';
-import { freezeCreateAnswer } from '../processors/mutation.js';
+import { freezeCreateAnswer } from '../idempotency-records.js';
 import { scheduleFollowUps } from './follow-ups.js';
 import { INTENT_LOCK, RecordLock, intentLockKey } from '../record-lock.js';
 import type { FencedUpdates } from '../fenced-updates.js';
 import { retryInfrastructure } from '../../common/retry.js';
 import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
-import type { KeptIntentDocs } from './kept-docs.js';
-import { claimEvent } from '../event-identity.js';
+import { conditionalUpdateFilter } from '../../common/store-profile.js';
+import { claimEventOnce } from '../event-identity.js';
+import { postPayment, type Postings } from '../balance/postings.js';
 
 export interface TransitionDeps {
   collections: Collections;
@@ -76,14 +78,16 @@ export interface TransitionDeps {
    * `_id` costs it a scan of every intent (docs/storage.md).
    */
   atomicConditionalUpdates: boolean;
-  /** The intents this worker wrote last (kept-docs.ts); without it every change reads MongoDB. */
-  kept?: KeptIntentDocs;
+  /** The intents this worker wrote last (common/kept-intents.ts); without it every change reads MongoDB. */
+  kept?: KeptIntents;
   /**
    * `EVENT_RETENTION_DAYS`, in ms: an event older than this is deleted by the
    * retention sweeper, so a change neither records nor records again one so old.
    * Absent: events are kept for ever.
    */
   eventRetentionMs?: number;
+  /** The ledger (../balance/postings.ts): a payment is posted before its succeeded event is recorded. Absent: nothing is posted. */
+  postings?: Postings;
 }
 
 export interface Mutation extends Scope {
@@ -134,7 +138,7 @@ export async function transition(
 ): Promise<TransitionResult> {
   const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, mutation.target), INTENT_LOCK);
   const token = await lock.acquire(deps.kept ? intentTokenKey(deps.prefix, mutation.target) : undefined);
-  const kept = deps.kept?.take(mutation.target, mutation, token) ?? null;
+  const kept = deps.kept?.take(mutation, mutation.target, token) ?? null;
   let result: TransitionResult;
   try {
     result = await decideAndApply(deps, mutation, decide, lock, kept);
@@ -210,18 +214,15 @@ async function decideAndApply(
     if (mutation.requestedBy) await keepAnswer(deps, doc, mutation, record.res);
     // Declines and failures counted: past the limit, confirms are refused.
     const failures = decision.event === 'payment_intent.payment_failed' ? { failures: (doc.failures ?? 0) + 1 } : {};
-    const filter = {
-      _id: doc._id,
+    const where = conditionalUpdateFilter(deps, doc._id, {
       status: doc.status,
-      attempt: doc.attempt ?? 0,
+      // `attempt` of a document no transition has touched yet is absent, not 0.
+      attempt: doc.attempt === undefined ? { $exists: false } : doc.attempt,
       rev: doc.rev === undefined ? { $exists: false } : rev,
-    } as unknown as Filter<PaymentIntentDoc>;
-    // `attempt` of a document no transition has touched yet is absent, not 0.
-    if (doc.attempt === undefined) (filter as Record<string, unknown>).attempt = { $exists: false };
-    const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
+    }) as Filter<PaymentIntentDoc>;
     // A locked database is contention: waited out here, not a failed job. The wait for
     // the gate may outlive the lock: each try is fenced (../record-lock.ts), never sent
-    // under another's lock. Kept copies of the intent (api/kept-intents.ts) are
+    // under another's lock. Kept copies of the intent (common/kept-intents.ts) are
     // dropped before each try, by the fence's own round trip. Updates of other
     // intents that wait at the gate meanwhile go in the same command (../fenced-updates.ts).
     const changedMs = deps.now();
@@ -347,10 +348,17 @@ type Evt = NonNullable<MutationRecord['evt']>;
  */
 async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt): Promise<void> {
   // Another writer of this transition recorded it (its lock lost to a Redis that forgot): nothing more.
-  if (evt.k && !(await claimEvent(deps, evt.k, evt.id))) return;
+  const claim = evt.k ? await claimEventOnce(deps, evt.k, evt.id) : 'mine';
+  if (claim === 'other') return;
+  // The payment's posting goes beside the outbox's steps, and before the event's
+  // document: an event recorded is a payment posted, and whatever records a lost
+  // event (its job's retry, recordedBefore) posts it too, once (../balance/ledger.ts).
+  const posted = evt.type === 'payment_intent.succeeded' && deps.postings ? postPayment(deps.postings, doc) : null;
+  posted?.catch(() => undefined);
   const scope = { project: doc.project, livemode: doc.livemode };
   const hooked = await scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, evt.type).catch(() => true);
   const fanOut = hooked ? await recordOutgoing(deps, { id: evt.id, ...scope, type: evt.type, json: evt.json }) : null;
+  await posted;
   await deps.inserts
     .insert(deps.collections.events, { _id: evt.id, ...scope, type: evt.type, object_id: doc._id, json: evt.json, created_ms: idTime(evt.id) })
     .catch((err: unknown) => {

@@ -55,6 +55,7 @@
 import type { Db } from 'mongodb';
 import type { Redis } from 'ioredis';
 import type { DeclineCode, OperatorAnswer } from '../../common/lifecycle.js';
+import type { PayoutFailureCode } from '../../common/payouts.js';
 
 export interface PaymentAttemptRequest {
   /** `pi_…:<attempt>`: unique per attempt, the source of the operator-side reference. */
@@ -104,7 +105,35 @@ export type RefundResult =
   /** The operator holds no refund of ours by this reference (`refundOutcome` only). */
   | { kind: 'not_found' };
 
+/** A payout to a wallet (DESIGN.md section 17), through the operator's disbursement API. */
+export interface DisbursementRequest {
+  /** `po_…`: the source of the operator-side reference, the same on every retry. */
+  payoutId: string;
+  amount: number;
+  currency: string;
+  /** E.164, in full: only for the operator's API, never logged. */
+  phoneNumber: string;
+  /** Where the operator's per-request callback or result goes (`{PUBLIC_BASE_URL}/operators/{operator}/…`). */
+  callbackUrl: string;
+}
+
+export type DisbursementResult =
+  | { kind: 'paid'; operatorReference?: string }
+  | { kind: 'failed'; code: PayoutFailureCode; operatorCode?: string }
+  | { kind: 'pending'; operatorReference?: string }
+  /** The operator holds no transfer of ours by this reference (`payoutOutcome` only). */
+  | { kind: 'not_found' };
+
 export interface OperatorConnector {
+  /**
+   * Asks the operator to send a payout. Exactly once towards the operator: idempotent
+   * on `payoutId` (MTN's `X-Reference-Id`, Wave's `idempotency-key`, a claim per
+   * payout for Daraja's B2C). Throws on an infrastructure fault, never a failure.
+   */
+  payout(request: DisbursementRequest): Promise<DisbursementResult>;
+  /** The operator's current answer about a payout, from its own record (status GET, recorded result, Transaction Status), never assumed. */
+  payoutOutcome(request: DisbursementRequest, operatorReference?: string): Promise<DisbursementResult>;
+
   /** Asks the operator for the payment (a push to the payer's phone, a checkout session). */
   requestPayment(request: PaymentAttemptRequest): Promise<PaymentRequested>;
   /** The operator's current answer about an attempt (for callbacks' "look again" and for polling). */

@@ -87,6 +87,8 @@ function recording(account: OperatorAccount, connector: OperatorConnector, deps:
     refund: counted((request) => connector.refund(request)),
     refundOutcome: counted((request, reference) => connector.refundOutcome(request, reference)),
     withdraw: counted((attemptId, reference) => connector.withdraw(attemptId, reference)),
+    payout: counted((request) => connector.payout(request)),
+    payoutOutcome: counted((request, reference) => connector.payoutOutcome(request, reference)),
     probe: counted(() => connector.probe()),
   };
 }

@@ -10,7 +10,7 @@
  */
 import type { Job } from 'bullmq';
 import { randomBase62 } from '../../common/ids.js';
-import type { CreateJobResult, CreatePaymentIntentData, TypedQueue } from '../../common/jobs.js';
+import type { WriteJobResult, CreatePaymentIntentData, TypedQueue } from '../../common/jobs.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import { createdEventOf } from '../../common/created-events.js';
 import { createdEventId, PAYMENT_INTENT_CREATED } from '../../common/events.js';
@@ -25,7 +25,7 @@ export interface PaymentIntentDeps extends CreateDeps, OutboxDeps {
   intentsQueue: TypedQueue<'intents'>;
 }
 
-export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<CreatePaymentIntentData>): Promise<CreateJobResult> {
+export async function createPaymentIntent(deps: PaymentIntentDeps, job: Job<CreatePaymentIntentData>): Promise<WriteJobResult> {
   const data = job.data;
   // Asked while the object is inserted: it depends on the scope's subscriptions only.
   const hooked = scopeMayWant(deps.redis, deps.prefix, deps.collections, data, PAYMENT_INTENT_CREATED);

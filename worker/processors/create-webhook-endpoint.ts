@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Job } from 'bullmq';
-import type { CreateJobResult, CreateWebhookEndpointData } from '../../common/jobs.js';
+import type { WriteJobResult, CreateWebhookEndpointData } from '../../common/jobs.js';
 import { presentWebhookEndpoint } from '../../common/presenters.js';
 import { endpointLimitReached, withScopeLock } from '../webhooks/endpoint-limit.js';
 import { endpointsChanged } from '../webhooks/endpoint-directory.js';
@@ -19,7 +19,7 @@ export interface EndpointCreateDeps extends CreateDeps {
   endpointLimit: number;
 }
 
-export async function createWebhookEndpoint(deps: EndpointCreateDeps, job: Job<CreateWebhookEndpointData>): Promise<CreateJobResult> {
+export async function createWebhookEndpoint(deps: EndpointCreateDeps, job: Job<CreateWebhookEndpointData>): Promise<WriteJobResult> {
   const data = job.data;
   const jobId = String(job.id);
   // Before the insert: an endpoint visible in MongoDB always has its scope marked,
@@ -36,7 +36,7 @@ export async function createWebhookEndpoint(deps: EndpointCreateDeps, job: Job<C
   });
 }
 
-function insertEndpoint(deps: CreateDeps, jobId: string, data: CreateWebhookEndpointData): Promise<CreateJobResult> {
+function insertEndpoint(deps: CreateDeps, jobId: string, data: CreateWebhookEndpointData): Promise<WriteJobResult> {
   return runCreate(deps, jobId, data, {
     collection: deps.collections.webhookEndpoints,
     build: (objectId) => ({

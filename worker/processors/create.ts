@@ -28,9 +28,9 @@
  */
 import type { Collection, Filter } from 'mongodb';
 import type { Redis } from 'ioredis';
-import { errorBody, type ErrorDetail } from '../../common/errors.js';
+import { errorBody, errors, type ErrorDetail } from '../../common/errors.js';
 import { encodeDone, fingerprintMatches, recordPointer, redisKey } from '../../common/idempotency.js';
-import { resultsChannel, type CreateJobResult, type CreateResultMessage, type IdempotencyJobInfo, type Scope } from '../../common/jobs.js';
+import { resultsChannel, type WriteJobResult, type WriteResultMessage, type IdempotencyJobInfo, type Scope } from '../../common/jobs.js';
 import type { IdempotencyFields } from '../../common/documents.js';
 import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
@@ -59,7 +59,7 @@ interface CreateJobCommon extends Scope {
 
 type Stored = IdempotencyFields & Scope & { _id: string };
 
-export interface CreateSpec<D extends Stored> {
+export interface WriteSpec<D extends Stored> {
   collection: Collection<D>;
   /** The document to insert, without its idempotency fields. */
   build(objectId: string): D;
@@ -80,16 +80,13 @@ export interface CreateSpec<D extends Stored> {
  * (api/result-waiter.ts). What stays in the clear is what routes the answer: the
  * job id, the fingerprint (an HMAC), the status, the request id and the expiry.
  */
-export async function publishResult(deps: { redis: Redis; prefix: string; answerSeal?: Seal | undefined }, message: CreateResultMessage): Promise<unknown> {
+export async function publishResult(deps: { redis: Redis; prefix: string; answerSeal?: Seal | undefined }, message: WriteResultMessage): Promise<unknown> {
   const sent = deps.answerSeal ? { ...message, body: await deps.answerSeal.seal(message.jobId, message.body), sealed: true as const } : message;
   return deps.redis.publish(resultsChannel(deps.prefix), JSON.stringify(sent));
 }
 
-const REUSED_MESSAGE =
-  'Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than the one used in the original request.';
-
 /** Publishes an answer that is not recorded: nothing was created, so a retry with the key runs again. */
-export async function publishRefusal(deps: Pick<CreateDeps, 'redis' | 'prefix' | 'answerSeal'>, jobId: string, data: CreateJobCommon, detail: ErrorDetail, status: number): Promise<CreateJobResult> {
+export async function publishRefusal(deps: Pick<CreateDeps, 'redis' | 'prefix' | 'answerSeal'>, jobId: string, data: CreateJobCommon, detail: ErrorDetail, status: number): Promise<WriteJobResult> {
   const body = errorBody(detail, data.requestId, data.baseUrl);
   await publishResult(deps, { jobId, fingerprint: data.idempotency?.fingerprint ?? null, status, body });
   return { ok: false, id: null, status };
@@ -100,13 +97,13 @@ export async function runCreate<D extends Stored>(
   deps: CreateDeps,
   jobId: string,
   data: CreateJobCommon,
-  spec: CreateSpec<D>,
-): Promise<CreateJobResult> {
+  spec: WriteSpec<D>,
+): Promise<WriteJobResult> {
   const idem = data.idempotency;
   const found = await insertOnce(deps, data, spec);
   if ('reused' in found) {
     // Another request holds this key. Its record is not ours to replay.
-    return publishRefusal(deps, jobId, data, { code: 'idempotency_key_reused', message: REUSED_MESSAGE }, 400);
+    return publishRefusal(deps, jobId, data, errors.idempotencyKeyReused().detail(), 400);
   }
   // Before the answer: once a client has it, the event's dispatch moment is past.
   const afterAnswer = await spec.after?.(found.doc);
@@ -121,7 +118,7 @@ export async function runCreate<D extends Stored>(
     const pointer = found.frozen === undefined ? found.doc._id : recordPointer(idem.scopeHash);
     if (ttl > 0) answer.push(deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, pointer, 200, expiresAt), 'PX', ttl));
   }
-  const message: CreateResultMessage = {
+  const message: WriteResultMessage = {
     jobId,
     fingerprint: idem?.fingerprint ?? null,
     status: 200,
@@ -139,7 +136,7 @@ export async function runCreate<D extends Stored>(
 async function insertOnce<D extends Stored>(
   deps: CreateDeps,
   data: CreateJobCommon,
-  spec: CreateSpec<D>,
+  spec: WriteSpec<D>,
 ): Promise<{ doc: D; replayed: boolean; frozen?: string } | { reused: true }> {
   const idem = data.idempotency;
   const fresh = spec.build(data.id);

@@ -7,25 +7,16 @@
  * back from MongoDB; the outbox entry stays until the deliveries are finished
  * (webhooks/pending-events.ts).
  */
-import type { JobsOptions } from 'bullmq';
 import type { WebhookConfig } from '../../common/config.js';
 import { idTime } from '../../common/ids.js';
-import { ALL_EVENTS, deliveryJobId } from '../../common/events.js';
+import { ALL_EVENTS } from '../../common/events.js';
 import { JOBS, type DispatchEventData, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import type { Redis } from 'ioredis';
 import type { EndpointDirectory } from '../webhooks/endpoint-directory.js';
 import { firstAttemptMarks, type FirstAttempts } from '../webhooks/first-attempt.js';
 import type { PendingEvents } from '../webhooks/pending-events.js';
-import { maxAttempts, WEBHOOK_BACKOFF } from '../webhooks/retry-policy.js';
-
-/**
- * Finished delivery jobs are bounded in Redis by age and by count, so no tenant can
- * fill it with them. The attempts are recorded in MongoDB; a re-dispatch after a
- * completed job is gone delivers again, which at-least-once delivery allows.
- */
-const KEEP_COMPLETED = { age: 3600, count: 10_000 };
-const KEEP_FAILED = { age: 7 * 24 * 3600, count: 10_000 };
+import { deliveryJobOptions } from '../webhooks/delivery-jobs.js';
 
 export interface DispatchDeps {
   collections: Collections;
@@ -39,16 +30,6 @@ export interface DispatchDeps {
   first?: FirstAttempts;
   /** The endpoints of each scope, kept in the process (../webhooks/endpoint-directory.ts). */
   directory: EndpointDirectory;
-}
-
-export function deliveryJobOptions(config: WebhookConfig, eventId: string, endpointId: string): JobsOptions {
-  return {
-    jobId: deliveryJobId(eventId, endpointId),
-    attempts: maxAttempts(config),
-    backoff: { type: WEBHOOK_BACKOFF },
-    removeOnComplete: KEEP_COMPLETED,
-    removeOnFail: KEEP_FAILED,
-  };
 }
 
 /** The endpoints an event goes to, of those of its scope: the same answer for the dispatch and the sweeper. */

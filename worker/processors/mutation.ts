@@ -16,9 +16,9 @@
  * - Infrastructure faults are thrown, so BullMQ retries the job.
  */
 import type { Redis } from 'ioredis';
-import { errorBody } from '../../common/errors.js';
+import { errorBody, errors } from '../../common/errors.js';
 import { encodeDone, fingerprintMatches, recordPointer, redisKey } from '../../common/idempotency.js';
-import type { CreateJobResult, CreateResultMessage, MutationJobBase } from '../../common/jobs.js';
+import type { WriteJobResult, WriteResultMessage, MutationJobBase } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
 import type { InsertBatcher } from '../group-commit.js';
@@ -53,9 +53,6 @@ export function mutationId(data: MutationJobBase): { id: string; expiresAt?: num
   return data.idempotency ? { id: `idem:${data.idempotency.scopeHash}`, expiresAt: data.idempotency.expiresAt } : { id: data.id };
 }
 
-const REUSED_MESSAGE =
-  'Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than the one used in the original request.';
-
 export function notFound(data: MutationJobBase, kind: string): Answer {
   return {
     status: 404,
@@ -63,7 +60,7 @@ export function notFound(data: MutationJobBase, kind: string): Answer {
   };
 }
 
-export async function runMutation(deps: MutationDeps, jobId: string, data: MutationJobBase, apply: () => Promise<Answer>): Promise<CreateJobResult> {
+export async function runMutation(deps: MutationDeps, jobId: string, data: MutationJobBase, apply: () => Promise<Answer>): Promise<WriteJobResult> {
   const idem = data.idempotency;
   let answer: Answer | null = null;
   let replayed = false;
@@ -72,7 +69,7 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
     const record = await deps.collections.idempotencyRecords.findOne({ _id: idem.scopeHash });
     if (record && record.expires_at > deps.now()) {
       if (!fingerprintMatches(idem, record.fp)) {
-        return publishRefusal(deps, jobId, data, { code: 'idempotency_key_reused', message: REUSED_MESSAGE }, 400);
+        return publishRefusal(deps, jobId, data, errors.idempotencyKeyReused().detail(), 400);
       }
       answer = { status: record.status, body: record.body };
       replayed = record.mutation !== data.id;
@@ -109,7 +106,7 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
       sends.push(deps.redis.set(redisKey(deps.prefix, idem.scopeHash), encodeDone(idem.fingerprint, recordPointer(idem.scopeHash), answer.status, idem.expiresAt), 'PX', ttl));
     }
   }
-  const message: CreateResultMessage = {
+  const message: WriteResultMessage = {
     jobId,
     fingerprint: idem?.fingerprint ?? null,
     status: answer.status,
@@ -121,27 +118,4 @@ export async function runMutation(deps: MutationDeps, jobId: string, data: Mutat
   sends.push(publishResult(deps, message));
   await Promise.all(sends);
   return { ok: answer.status === 200, id: data.target, status: answer.status };
-}
-
-/**
- * Before the first change of an object created with a key that is still live: its
- * create answer is rendered from the object, so a change would change the replay
- * (a new status, a rotated secret). The answer as it stands is written down as the
- * key's record, and Redis is pointed at it, so the create's replays stay byte for
- * byte what the first request got. Idempotent.
- */
-export async function freezeCreateAnswer(
-  deps: MutationDeps,
-  doc: { _id: string; project: string; livemode: boolean; idem?: string; idem_fp?: string; idem_expires_at?: number },
-  body: () => string,
-): Promise<void> {
-  if (!doc.idem || !doc.idem_fp || (doc.idem_expires_at ?? 0) <= deps.now()) return;
-  const expiresAt = doc.idem_expires_at as number;
-  await deps.inserts
-    .insert(deps.collections.idempotencyRecords, { _id: doc.idem, project: doc.project, livemode: doc.livemode, fp: doc.idem_fp, status: 200, body: body(), mutation: doc._id, expires_at: expiresAt })
-    .catch((err: unknown) => {
-      if (!isDuplicateKey(err)) throw err;
-    });
-  const ttl = expiresAt - deps.now();
-  if (ttl > 0) await deps.redis.set(redisKey(deps.prefix, doc.idem), encodeDone(doc.idem_fp, recordPointer(doc.idem), 200, expiresAt), 'PX', ttl);
 }

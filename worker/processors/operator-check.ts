@@ -30,7 +30,9 @@
  *   a due one again under the same job id, so a Redis that lost its jobs strands no
  *   attempt (processors/sweep-intents.ts).
  * - **Callbacks only say "look again"** (`n: 'cb'`, api/routes/operator-callbacks.ts):
- *   the same look, without scheduling anything, at most one per attempt per second.
+ *   the same look, without scheduling anything, at most one per attempt per second;
+ *   also while the request is in flight (the operator may call back before its
+ *   answer to the request reaches us).
  */
 import type { Job } from 'bullmq';
 import type { PaymentIntentDoc } from '../../common/documents.js';
@@ -46,6 +48,7 @@ import { OperatorUnavailableError } from '../../common/infra-errors.js';
 import { operatorCallbackUrl, OperatorRequestError, type OperatorConnector, type OperatorResult } from '../operators/connector.js';
 import { INTENT_LOCK, intentLockKey, RecordLock } from '../record-lock.js';
 import { intentTokenReplacement } from '../../common/intent-tokens.js';
+import { conditionalUpdateFilter } from '../../common/store-profile.js';
 import { contextOf, type LifecycleDeps } from './payment-intent-lifecycle.js';
 
 /** How long past the intent's `expires_at` an attempt the operator still calls pending is polled. */
@@ -83,7 +86,7 @@ async function setOnAttempt(deps: LifecycleDeps, doc: PaymentIntentDoc, fields: 
     // The filters name `_id` alone where the store scans for any other field (docs/storage.md).
     const current = await intents.findOne({ _id: doc._id }, { projection: { attempt: 1, status: 1 } });
     if (!current || (current.attempt ?? 0) !== (doc.attempt ?? 0) || !(IN_FLIGHT as readonly string[]).includes(current.status)) return;
-    const where = deps.atomicConditionalUpdates ? { _id: doc._id, attempt: doc.attempt ?? 0, status: { $in: [...IN_FLIGHT] } } : { _id: doc._id };
+    const where = conditionalUpdateFilter(deps, doc._id, { attempt: doc.attempt ?? 0, status: { $in: [...IN_FLIGHT] } });
     // `rev` moves, so a transition that read the intent before this write decides
     // again; the intent's token is replaced before the write and after it, as for
     // every write of an intent (common/intent-tokens.ts).
@@ -122,8 +125,15 @@ async function look(deps: CheckDeps, doc: PaymentIntentDoc, data: OperatorCheckD
   const attemptId = `${doc._id}:${data.attempt}`;
   try {
     if (payment.requested) return { result: pendingIfUnknown(await connector.outcome(attemptId, payment.operator_reference ?? undefined)) };
-    // A callback before the first check ran (forged, or early): the first check asks.
-    if (data.n === 'cb') return 'not_requested';
+    if (data.n === 'cb') {
+      // A callback before the first check ran (forged, or early): the first check asks.
+      if (!payment.requesting_since) return 'not_requested';
+      // One while our request may be in flight (sent, the operator's answer to it not
+      // yet recorded): the operator calls back only on a request it holds, so its
+      // record decides; holding none, the callback was not about our request.
+      const found = await connector.outcome(attemptId, payment.operator_reference ?? undefined);
+      return found.kind === 'not_found' ? 'not_requested' : { result: found };
+    }
     // The window has closed before the operator accepted the request: it is never sent.
     if (deps.now() >= attemptWindowEnd(doc) * 1000) {
       // Unless an earlier try of this check may have reached it: then its record decides.

@@ -11,7 +11,7 @@ import { SealRefused } from '../../common/seal.js';
 import type {
   CancelPaymentIntentData,
   ConfirmPaymentIntentData,
-  CreateJobResult,
+  WriteJobResult,
   ExpirePaymentIntentData,
   OperatorOutcomeData,
   TransitionJobResult,
@@ -30,6 +30,7 @@ import { findByIdInScope } from '../../common/mongo.js';
 import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import type { SimulatorConfig } from '../../common/config.js';
+import { endedAsLatePayer, recordSimulatorPayment } from '../reconcile/simulator.js';
 
 export interface LifecycleDeps extends TransitionDeps, MutationDeps {
   simulator: SimulatorConfig;
@@ -83,7 +84,7 @@ async function request(
   job: Job<RequestData>,
   decide: (doc: PaymentIntentDoc, ctx: DecideContext) => Decision,
   liveRedirect?: DecideContext['liveRedirect'],
-): Promise<CreateJobResult> {
+): Promise<WriteJobResult> {
   const data = job.data;
   const { id, expiresAt } = mutationId(data);
   const mutation: Mutation = {
@@ -119,7 +120,7 @@ function attemptLimit(limit: number): Decision {
  * `sealed` (common/input-seal.ts), never logged, and kept only for the attempt. One
  * that does not open (sealed under another service's key) fails the job for good.
  */
-export async function confirmPaymentIntent(deps: LifecycleDeps, job: Job<ConfirmPaymentIntentData>): Promise<CreateJobResult> {
+export async function confirmPaymentIntent(deps: LifecycleDeps, job: Job<ConfirmPaymentIntentData>): Promise<WriteJobResult> {
   const secret = await openSealed(deps, job.data);
   const decide = (doc: PaymentIntentDoc, ctx: DecideContext): Decision => {
     // A new attempt of an intent declined too often: refused, before anything is asked of an operator.
@@ -185,7 +186,7 @@ async function askLiveRedirect(deps: LifecycleDeps, data: ConfirmPaymentIntentDa
  * is applied instead (the intent succeeds), and the cancel is then refused as for any
  * succeeded intent.
  */
-export async function cancelPaymentIntent(deps: LifecycleDeps, job: Job<CancelPaymentIntentData>): Promise<CreateJobResult> {
+export async function cancelPaymentIntent(deps: LifecycleDeps, job: Job<CancelPaymentIntentData>): Promise<WriteJobResult> {
   const withdrawn = await withdrawLive(deps, job, job.data.target, job.data);
   return request(deps, job, (doc, ctx) => decideCancel(doc, job.data.input, ctx.now, withdrawn));
 }
@@ -219,7 +220,7 @@ async function applyAnswer(deps: LifecycleDeps, job: Job, target: string, scope:
   );
 }
 
-export function updatePaymentIntent(deps: LifecycleDeps, job: Job<UpdatePaymentIntentData>): Promise<CreateJobResult> {
+export function updatePaymentIntent(deps: LifecycleDeps, job: Job<UpdatePaymentIntentData>): Promise<WriteJobResult> {
   return request(deps, job, (doc) => decideUpdate(doc, job.data.input));
 }
 
@@ -254,8 +255,14 @@ async function internal(
   }
 }
 
-export function applyOperatorOutcome(deps: LifecycleDeps, job: Job<OperatorOutcomeData>): Promise<TransitionJobResult> {
-  return internal(deps, job, (doc, ctx) => decideOutcome(doc, job.data, ctx));
+export async function applyOperatorOutcome(deps: LifecycleDeps, job: Job<OperatorOutcomeData>): Promise<TransitionJobResult> {
+  const result = await internal(deps, job, (doc, ctx) => decideOutcome(doc, job.data, ctx));
+  // Test mode's late payer (030): the simulated operator takes the money once the attempt ended (worker/reconcile/simulator.ts).
+  if (!job.data.livemode && result.applied && result.status === 'new') {
+    const doc = await deps.collections.paymentIntents.findOne({ _id: job.data.paymentIntent }, { projection: { history: 0, created_event: 0 } });
+    if (doc && endedAsLatePayer(doc, job.data.attempt)) await recordSimulatorPayment(deps.collections, doc, deps.now());
+  }
+  return result;
 }
 
 /**

@@ -14,7 +14,7 @@
  */
 import type { Job } from 'bullmq';
 import { errorBody } from '../../common/errors.js';
-import type { CreateJobResult, CreateRefundData, UpdateRefundData } from '../../common/jobs.js';
+import type { WriteJobResult, CreateRefundData, UpdateRefundData } from '../../common/jobs.js';
 import { mergedMetadataTooLarge, mergeMetadata, METADATA_MAX_KEYS } from '../../common/metadata.js';
 import { findByIdInScope } from '../../common/mongo.js';
 import { presentRefund } from '../../common/presenters.js';
@@ -26,7 +26,7 @@ import { mutationId, notFound, runMutation, type Answer, type MutationDeps } fro
 
 export type RefundDeps = ProcessDeps & MutationDeps & { refundLimitPerIntent?: number };
 
-export function createRefund(deps: RefundDeps, job: Job<CreateRefundData>): Promise<CreateJobResult> {
+export function createRefund(deps: RefundDeps, job: Job<CreateRefundData>): Promise<WriteJobResult> {
   const data = job.data;
   const { id: m, expiresAt } = mutationId(data);
   return runMutation(deps, String(job.id), data, async (): Promise<Answer> => {
@@ -56,7 +56,7 @@ export function createRefund(deps: RefundDeps, job: Job<CreateRefundData>): Prom
 }
 
 /** Description and metadata only, in any status; idempotent by nature (the same fields set again). */
-export function updateRefund(deps: RefundDeps, job: Job<UpdateRefundData>): Promise<CreateJobResult> {
+export function updateRefund(deps: RefundDeps, job: Job<UpdateRefundData>): Promise<WriteJobResult> {
   const data = job.data;
   return runMutation(deps, String(job.id), data, () =>
     withRecordLock(deps.redis, refundLockKey(deps.prefix, data.target), async (): Promise<Answer> => {

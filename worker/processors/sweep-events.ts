@@ -9,7 +9,9 @@
  * it), or, with no record of a dispatch, the same rule as the dispatch; and:
  *
  * - re-enqueues each delivery whose job vanished, under its deterministic job id, so
- *   sweeping an event whose jobs are merely slow adds nothing;
+ *   sweeping an event whose jobs are merely slow adds nothing; a first attempt made
+ *   in place, which has no job, vanished only once it is older than any such attempt
+ *   can run (its process died: first-attempt.ts);
  * - releases the entry once every delivery is finished (completed, or failed for
  *   good), which also covers a release lost with Redis or with a dying process.
  *
@@ -29,10 +31,11 @@ import { deliveryJobId } from '../../common/events.js';
 import { JOBS, type TypedQueue } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
 import type { Redis } from 'ioredis';
-import { firstAttemptMarks } from '../webhooks/first-attempt.js';
+import { firstAttemptBoundMs, firstAttemptMarks } from '../webhooks/first-attempt.js';
 import type { PendingEvents } from '../webhooks/pending-events.js';
 import { indexedSource, redisWalkStore, Snapshot, walkFair, type WalkClass, type WalkOptions } from '../sweep-walk.js';
-import { deliveryJobOptions, eventTargets } from './dispatch-event.js';
+import { eventTargets } from './dispatch-event.js';
+import { deliveryJobOptions } from '../webhooks/delivery-jobs.js';
 const FINISHED = new Set(['completed', 'failed']);
 
 export interface SweepDeps {
@@ -94,10 +97,15 @@ export async function sweepEvents(
       : eventTargets(endpoints, { type: entry.type, createdMs: entry.created_ms });
     const [jobStates, marks] = await Promise.all([
       Promise.all(targets.map((e) => deps.webhooksQueue.getJobState(deliveryJobId(entry._id, e._id)))),
-      firstAttemptMarks(deps.redis, deps.prefix, entry._id, targets.map((e) => e._id)),
+      firstAttemptMarks(deps.redis, deps.prefix, entry._id, targets.map((e) => e._id), { nowMs: Date.now(), boundMs: firstAttemptBoundMs(deps.config.timeoutMs) }),
     ]);
-    // A first attempt made in place that delivered has no job: its mark stands for one.
-    const states = jobStates.map((state, i) => (state === 'unknown' && marks[i] === 'done' ? 'completed' : state));
+    // A first attempt made in place has no job: its mark stands for one, finished once
+    // it delivered, running while it is young (its chain's job may be yet to come).
+    const stand = { done: 'completed', in_flight: 'active' } as const;
+    const states = jobStates.map((state, i) => {
+      const mark = marks[i];
+      return state === 'unknown' && (mark === 'done' || mark === 'in_flight') ? stand[mark] : state;
+    });
     const vanished = targets.filter((_, i) => states[i] === 'unknown');
     if (vanished.length > 0) {
       await deps.webhooksQueue.addBulk(

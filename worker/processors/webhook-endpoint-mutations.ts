@@ -33,7 +33,7 @@ import { ALL_EVENTS, createdEventId, PAYMENT_INTENT_CREATED, WEBHOOK_ENDPOINT_TE
 import { idBodyFloor, idTime, type IdGenerator } from '../../common/ids.js';
 import {
   JOBS,
-  type CreateJobResult,
+  type WriteJobResult,
   type RecoverWebhookEventsData,
   type ResendWebhookEventData,
   type RotateWebhookSecretData,
@@ -47,8 +47,9 @@ import { redeliveryJobId, type Redeliveries } from '../webhooks/redeliveries.js'
 import type { Logger } from '../../common/logger.js';
 import { buildEventJson, presentWebhookAttempt, presentWebhookEndpoint } from '../../common/presenters.js';
 import { mergedMetadataTooLarge, mergeMetadata, METADATA_MAX_KEYS } from '../../common/metadata.js';
-import { deliveryJobOptions } from './dispatch-event.js';
-import { freezeCreateAnswer, mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
+import { deliveryJobOptions } from '../webhooks/delivery-jobs.js';
+import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from './mutation.js';
+import { freezeCreateAnswer } from '../idempotency-records.js';
 import { sendAttempt, type DeliverDeps, type InSlot } from '../webhooks/deliver.js';
 import type { PostResult } from '../webhooks/http.js';
 import { loadEvent } from '../webhooks/load-event.js';
@@ -83,7 +84,7 @@ interface RunOptions {
   writes?: boolean;
 }
 
-function run(deps: EndpointMutationDeps, job: Job<Data>, apply: (doc: WebhookEndpointDoc) => Promise<Answer>, options: RunOptions = {}): Promise<CreateJobResult> {
+function run(deps: EndpointMutationDeps, job: Job<Data>, apply: (doc: WebhookEndpointDoc) => Promise<Answer>, options: RunOptions = {}): Promise<WriteJobResult> {
   const data = job.data;
   const change = async (): Promise<Answer> => {
     const doc = await load(deps, data);
@@ -100,7 +101,7 @@ function metadataTooLarge(data: UpdateWebhookEndpointData, keys: number): Answer
   return { status: 400, body: errorBody(mergedMetadataTooLarge(keys, 'endpoint'), data.requestId, data.baseUrl) };
 }
 
-export function updateWebhookEndpoint(deps: EndpointMutationDeps, job: Job<UpdateWebhookEndpointData>): Promise<CreateJobResult> {
+export function updateWebhookEndpoint(deps: EndpointMutationDeps, job: Job<UpdateWebhookEndpointData>): Promise<WriteJobResult> {
   const data = job.data;
   const input = data.input;
   return run(deps, job, async (doc) => {
@@ -130,7 +131,7 @@ export function updateWebhookEndpoint(deps: EndpointMutationDeps, job: Job<Updat
   }, { writes: true });
 }
 
-export function deleteWebhookEndpoint(deps: EndpointMutationDeps, job: Job<WebhookEndpointMutationData>): Promise<CreateJobResult> {
+export function deleteWebhookEndpoint(deps: EndpointMutationDeps, job: Job<WebhookEndpointMutationData>): Promise<WriteJobResult> {
   const data = job.data;
   const deleted: Answer = { status: 200, body: JSON.stringify({ id: data.target, object: 'webhook_endpoint', deleted: true }) };
   return run(
@@ -148,7 +149,7 @@ export function deleteWebhookEndpoint(deps: EndpointMutationDeps, job: Job<Webho
   );
 }
 
-export function rotateWebhookSecret(deps: EndpointMutationDeps, job: Job<RotateWebhookSecretData>): Promise<CreateJobResult> {
+export function rotateWebhookSecret(deps: EndpointMutationDeps, job: Job<RotateWebhookSecretData>): Promise<WriteJobResult> {
   const data = job.data;
   const rotation = mutationId(data).id;
   return run(deps, job, async (doc) => {
@@ -228,7 +229,7 @@ async function queueRedeliveries(deps: EndpointMutationDeps, endpointId: string,
   return { queued: added.length, left: candidates.length - added.length };
 }
 
-export function resendWebhookEvent(deps: EndpointMutationDeps, job: Job<ResendWebhookEventData>): Promise<CreateJobResult> {
+export function resendWebhookEvent(deps: EndpointMutationDeps, job: Job<ResendWebhookEventData>): Promise<WriteJobResult> {
   const data = job.data;
   return run(deps, job, async (doc) => {
     const event = await loadEvent(deps.collections, data.input.event);
@@ -242,7 +243,7 @@ export function resendWebhookEvent(deps: EndpointMutationDeps, job: Job<ResendWe
   });
 }
 
-export function recoverWebhookEvents(deps: EndpointMutationDeps, job: Job<RecoverWebhookEventsData>): Promise<CreateJobResult> {
+export function recoverWebhookEvents(deps: EndpointMutationDeps, job: Job<RecoverWebhookEventsData>): Promise<WriteJobResult> {
   const data = job.data;
   return run(deps, job, async (doc) => {
     const { eventIds, more } = await recoverableEvents(deps, doc, data.input.since, deps.config.recoverMax);
@@ -327,7 +328,7 @@ async function recoverableEvents(deps: EndpointMutationDeps, endpoint: WebhookEn
   return { eventIds: ids.slice(0, max), more: ids.length > max || results.some((r) => r.more) };
 }
 
-export function testWebhookEndpoint(deps: EndpointMutationDeps, job: Job<WebhookEndpointMutationData>): Promise<CreateJobResult> {
+export function testWebhookEndpoint(deps: EndpointMutationDeps, job: Job<WebhookEndpointMutationData>): Promise<WriteJobResult> {
   const data = job.data;
   return run(deps, job, async (doc) => {
     // The same event id on a retried job: a receiver sees one test, maybe twice, never two.

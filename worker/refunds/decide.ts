@@ -6,9 +6,19 @@
 import type { ErrorDetail } from '../../common/errors.js';
 import type { PaymentIntentDoc, RefundLedgerEntry } from '../../common/documents.js';
 import type { DeclineCode } from '../../common/lifecycle.js';
+import { currencyExponent, formatAmount } from '../../common/money.js';
 import { refundSupport } from '../../common/refund-support.js';
 
 export type HoldDecision = { kind: 'refuse'; detail: ErrorDetail } | { kind: 'hold'; amount: number; operator: string };
+
+/**
+ * An amount of the intent's currency as a refund error shows it: for a person, and
+ * in the minor units a request is written in when they differ (`1 234.56 KES
+ * (123456)`, `5 000 XOF`).
+ */
+function shown(amount: number, currency: string): string {
+  return currencyExponent(currency) > 0 ? `${formatAmount(amount, currency)} (${amount})` : formatAmount(amount, currency);
+}
 
 /** What the intent's refunds do not hold yet. */
 export function refundable(doc: Pick<PaymentIntentDoc, 'amount' | 'amount_held'>): number {
@@ -62,7 +72,7 @@ export function decideHold(doc: PaymentIntentDoc, amount: number | null, liveOpe
   if (remaining <= 0) {
     return {
       kind: 'refuse',
-      detail: { code: 'charge_already_refunded', message: `PaymentIntent ${doc._id} has already been refunded in full (its succeeded and pending refunds hold all of ${doc.amount}).`, param: 'payment_intent' },
+      detail: { code: 'charge_already_refunded', message: `PaymentIntent ${doc._id} has already been refunded in full (its succeeded and pending refunds hold all of ${shown(doc.amount, doc.currency)}).`, param: 'payment_intent' },
     };
   }
   const wanted = amount ?? remaining;
@@ -71,7 +81,7 @@ export function decideHold(doc: PaymentIntentDoc, amount: number | null, liveOpe
       kind: 'refuse',
       detail: {
         code: 'amount_too_large',
-        message: `Refund amount (${wanted}) is greater than what remains refundable of PaymentIntent ${doc._id} (${remaining} of ${doc.amount}).`,
+        message: `Refund amount ${shown(wanted, doc.currency)} is greater than what remains refundable of PaymentIntent ${doc._id}: ${shown(remaining, doc.currency)} of ${shown(doc.amount, doc.currency)}.`,
         param: 'amount',
       },
     };
@@ -79,7 +89,7 @@ export function decideHold(doc: PaymentIntentDoc, amount: number | null, liveOpe
   if (support === 'full' && wanted !== doc.amount) {
     return {
       kind: 'refuse',
-      detail: { code: 'refund_not_supported', message: `${operator} refunds only a whole payment: refund all of ${doc.amount}, or nothing.`, param: 'amount' },
+      detail: { code: 'refund_not_supported', message: `${operator} refunds only a whole payment: refund all of ${shown(doc.amount, doc.currency)}, or nothing.`, param: 'amount' },
     };
   }
   return { kind: 'hold', amount: wanted, operator };
@@ -96,6 +106,13 @@ export function decideSettle(doc: PaymentIntentDoc, refundId: string, outcome: R
   const entry = ledger.find((e) => e.id === refundId);
   if (!entry || entry.status !== 'pending') return null;
   const pending = Math.max(0, (doc.refunds_pending ?? 1) - 1);
+  // A late payment's refund gives back another attempt's money: the intent's own amounts stay.
+  if (entry.late) {
+    const ended: RefundLedgerEntry = outcome.kind === 'succeeded'
+      ? { ...entry, status: 'succeeded', ev: { ...entry.ev, settled: events.settled } }
+      : { ...entry, status: 'failed', fr: outcome.code, ev: { ...entry.ev, settled: events.settled } };
+    return { refunds_pending: pending, refunds: ledger.map((e) => (e.id === refundId ? ended : e)) };
+  }
   if (outcome.kind === 'succeeded') {
     const refunded = (doc.amount_refunded ?? 0) + entry.amount;
     const ended: RefundLedgerEntry = { ...entry, status: 'succeeded', ar: refunded, ev: { ...entry.ev, settled: events.settled, refunded: events.refunded } };

@@ -29,12 +29,13 @@
  * completes, never an amount held by nothing.
  */
 import type { Filter } from 'mongodb';
-import type { PaymentIntentDoc, RefundLedgerEntry, RefundReason } from '../../common/documents.js';
+import type { LatePayment, PaymentIntentDoc, RefundLedgerEntry, RefundReason } from '../../common/documents.js';
 import type { ErrorDetail } from '../../common/errors.js';
 import type { Scope } from '../../common/jobs.js';
 import { findByIdInScope } from '../../common/mongo.js';
 import { retryInfrastructure } from '../../common/retry.js';
 import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
+import { conditionalUpdateFilter } from '../../common/store-profile.js';
 import { INTENT_LOCK, intentLockKey, RecordLock } from '../record-lock.js';
 import type { TransitionDeps } from '../lifecycle/transition.js';
 import { decideHold, decideSettle, type RefundOutcome } from './decide.js';
@@ -61,13 +62,13 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
   const c = deps.collections.paymentIntents;
   const lock = new RecordLock(deps.redis, intentLockKey(deps.prefix, target), INTENT_LOCK);
   const token = await lock.acquire(deps.kept ? intentTokenKey(deps.prefix, target) : undefined);
-  const kept = deps.kept?.take(target, scope, token) ?? null;
+  const kept = deps.kept?.take(scope, target, token) ?? null;
   // Set once the intent was found changed, as it is stored: its token is replaced
   // with the lock's release, and it is kept under the new one.
   let stored: PaymentIntentDoc | null = null;
   try {
     for (let race = 0; race < MAX_RACES; race++) {
-      // A kept copy saves the first read only (../lifecycle/kept-docs.ts).
+      // A kept copy saves the first read only (common/kept-intents.ts).
       const doc = race === 0 && kept ? kept : ((await findByIdInScope(c, target, scope, READ)) as PaymentIntentDoc | null);
       if (!doc) return null;
       const planned = plan(doc);
@@ -77,9 +78,8 @@ async function change<T>(deps: LedgerDeps, target: string, scope: Scope, plan: (
         return planned.value;
       }
       const rev = doc.rev ?? 0;
-      const filter = { _id: doc._id, rev: doc.rev === undefined ? { $exists: false } : rev } as unknown as Filter<PaymentIntentDoc>;
-      const where = deps.atomicConditionalUpdates ? filter : ({ _id: doc._id } as Filter<PaymentIntentDoc>);
-      // Kept copies of the intent (api/kept-intents.ts) are dropped before the update
+      const where = conditionalUpdateFilter(deps, doc._id, { rev: doc.rev === undefined ? { $exists: false } : rev }) as Filter<PaymentIntentDoc>;
+      // Kept copies of the intent (common/kept-intents.ts) are dropped before the update
       // (by the fence's round trip) and after it (by the release's).
       const sent = await retryInfrastructure(
         () =>
@@ -159,6 +159,41 @@ export async function holdRefund(deps: LedgerDeps, request: HoldRequest): Promis
     };
   });
   return result ?? { kind: 'missing' };
+}
+
+/**
+ * Holds a late payment's refund on its intent (worker/reconcile/), once per refund id:
+ * the money of another attempt than the intent's, so it is not weighed against what
+ * the intent's own refunds hold, and it changes none of the intent's amounts. Its
+ * entry, counted among the pending refunds, is what the refund's steps and the
+ * sweeper follow, as for any refund.
+ */
+export async function holdLateRefund(
+  deps: LedgerDeps,
+  request: { target: string; scope: Scope; m: string; refundId: string; created: number; amount: number; late: LatePayment },
+): Promise<{ doc: PaymentIntentDoc; entry: RefundLedgerEntry } | null> {
+  return change(deps, request.target, request.scope, (doc) => {
+    const ledger = doc.refunds ?? [];
+    const done = ledger.find((e) => e.id === request.refundId);
+    if (done) return { write: false, value: { doc, entry: done } };
+    const entry: RefundLedgerEntry = {
+      id: request.refundId,
+      m: request.m,
+      amount: request.amount,
+      status: 'pending',
+      c: request.created,
+      reason: 'late_payment',
+      ev: { created: deps.ids.next('event') },
+      late: request.late,
+    };
+    const counts = { refunds_pending: (doc.refunds_pending ?? 0) + 1 };
+    return {
+      write: true,
+      set: { ...counts, refunds: [...ledger, entry] },
+      update: { $set: counts, $push: { refunds: entry } },
+      value: (after) => ({ doc: after, entry }),
+    };
+  });
 }
 
 /** Ends a pending refund on its intent, once; answers the intent and the entry as they are after (or were already). */

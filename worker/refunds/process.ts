@@ -23,13 +23,14 @@ import { findByIdInScope } from '../../common/mongo.js';
 import type { Logger } from '../../common/logger.js';
 import type { SimulatorConfig } from '../../common/config.js';
 import { OperatorUnavailableError } from '../../common/infra-errors.js';
-import type { PaymentIntentDoc } from '../../common/documents.js';
+import type { LatePayment, PaymentIntentDoc } from '../../common/documents.js';
 import { operatorCallbackUrl, OperatorRequestError, type OperatorConnector, type RefundRequest, type RefundResult } from '../operators/connector.js';
 import type { OperatorConnectors } from '../operators/registry.js';
 import { refundSimulator } from '../operators/simulator.js';
 import { withRecordLock } from '../record-lock.js';
 import { settleRefund, type LedgerDeps } from './ledger.js';
 import { finishSettled, refundLockKey, setRefundFields, type RecordDeps } from './record.js';
+import { postRefund } from '../balance/postings.js';
 
 const OPTIONS: JobsOptions = {
   attempts: 1000,
@@ -69,21 +70,22 @@ export function pollDelayMs(livemode: boolean, poll: number, simulator: Pick<Sim
   return Math.min(LIVE_POLL.baseMs * 2 ** Math.max(0, poll - 1), LIVE_POLL.capMs);
 }
 
-function connectorOf(deps: ProcessDeps, refund: RefundDoc, intent: PaymentIntentDoc): Pick<OperatorConnector, 'refund' | 'refundOutcome'> | null {
+function connectorOf(deps: ProcessDeps, refund: RefundDoc, intent: PaymentIntentDoc, late?: LatePayment): Pick<OperatorConnector, 'refund' | 'refundOutcome'> | null {
   if (!refund.livemode) return refundSimulator(deps.simulator, deps.now);
-  return deps.connectors.get(refund.operator, intent.payment?.account) ?? null;
+  return deps.connectors.get(refund.operator, late ? late.account : intent.payment?.account) ?? null;
 }
 
-function refundRequest(deps: ProcessDeps, refund: RefundDoc, intent: PaymentIntentDoc): RefundRequest {
+/** `late`: a late payment's refund names its own attempt, not the intent's (worker/reconcile/). */
+function refundRequest(deps: ProcessDeps, refund: RefundDoc, intent: PaymentIntentDoc, late?: LatePayment): RefundRequest {
   return {
     refundId: refund._id,
     paymentIntent: intent._id,
-    attemptId: `${intent._id}:${intent.attempt ?? 0}`,
-    paymentReference: intent.payment?.operator_transaction ?? null,
+    attemptId: `${intent._id}:${late ? late.attempt : (intent.attempt ?? 0)}`,
+    paymentReference: late ? late.reference : (intent.payment?.operator_transaction ?? null),
     amount: refund.amount,
     currency: refund.currency,
     // The full number is not kept once the payment ends; test mode's simulator reads the masked one's last digits.
-    phoneNumber: refund.livemode ? null : (intent.payment?.phone_masked ?? null),
+    phoneNumber: refund.livemode ? null : ((late ? late.phone_masked : intent.payment?.phone_masked) ?? null),
     // M-Pesa's reversal answers at its ResultURL; MTN calls back where its payments do (polling reads both).
     callbackUrl: operatorCallbackUrl(deps.publicBaseUrl ?? '', refund.operator, refund.operator === 'mpesa' ? 'result' : 'callback'),
     reason: refund.reason,
@@ -112,14 +114,16 @@ export async function processRefund(deps: ProcessDeps, data: ProcessRefundData):
     await finishSettled(deps, intent, entry, undefined, refund);
     return { status: entry.status };
   }
-  const connector = connectorOf(deps, refund, intent);
+  // Held in the ledger before the operator is asked (../balance/postings.ts): once, whatever the step.
+  if (deps.postings) await postRefund(deps.postings, intent, entry);
+  const connector = connectorOf(deps, refund, intent, entry.late);
   // A connector removed from the configuration since the refund was accepted: retried.
   if (!connector) throw new Error(`refund ${refund._id}: no live connector for ${refund.operator}`);
   let result: RefundResult;
   let retryAfterMs = 0;
   let faulted = false;
   try {
-    result = await askOperator(connector, refund, refundRequest(deps, refund, intent));
+    result = await askOperator(connector, refund, refundRequest(deps, refund, intent, entry.late));
   } catch (err) {
     if (!(err instanceof OperatorUnavailableError) && !(err instanceof OperatorRequestError)) throw err;
     // No answer, throttled, or a request the operator refused outright (credentials): asked again on the schedule.

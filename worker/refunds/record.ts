@@ -22,8 +22,9 @@ import { recordOutgoing, recordOutgoingFirst } from '../webhooks/outbox.js';
 import { claimEvent } from '../event-identity.js';
 import { scopeMayWant } from '../webhooks/subscriptions.js';
 import type { TransitionDeps } from '../lifecycle/transition.js';
+import { postRefund } from '../balance/postings.js';
 
-export type RecordDeps = Pick<TransitionDeps, 'collections' | 'inserts' | 'updates' | 'redis' | 'prefix' | 'eventsQueue' | 'fanOut'>;
+export type RecordDeps = Pick<TransitionDeps, 'collections' | 'inserts' | 'updates' | 'redis' | 'prefix' | 'eventsQueue' | 'fanOut' | 'postings'>;
 
 /**
  * A refund's writes are not fenced (../record-lock.ts): its lock makes them take
@@ -54,7 +55,7 @@ export async function ensureRefundDoc(deps: RecordDeps, intent: PaymentIntentDoc
     failure_reason: null,
     description: input?.description ?? null,
     metadata: input?.metadata ?? [],
-    operator: intent.payment?.operator ?? 'unknown',
+    operator: entry.late?.operator ?? intent.payment?.operator ?? 'unknown',
     created: entry.c,
     requested: false,
     operator_reference: null,
@@ -80,7 +81,7 @@ export async function ensureRefundDoc(deps: RecordDeps, intent: PaymentIntentDoc
  * Redis away an endpoint is assumed to want it, and the outbox sweeper delivers what
  * the fan-out could not. A retry records the JSON written first.
  */
-async function recordEvent(deps: RecordDeps, scope: Scope, event: { id: string; type: string; objectId: string; object: () => unknown; key: string }): Promise<void> {
+export async function recordEvent(deps: RecordDeps, scope: Scope, event: { id: string; type: string; objectId: string; object: () => unknown; key: string }): Promise<void> {
   // A refund's event is one per refund and type (../event-identity.ts): a second
   // settlement of it (its lock lost to a Redis that forgot) records nothing.
   if (!(await claimEvent(deps, event.key, event.id))) return;
@@ -106,7 +107,8 @@ export function recordCreated(deps: RecordDeps, refund: RefundDoc, entry: Refund
 }
 
 /**
- * After the entry ended: the events are recorded, `refund.succeeded` and
+ * After the entry ended: its postings are made (held, and released when it failed),
+ * the events are recorded, `refund.succeeded` and
  * `payment_intent.refunded` (the intent with the `amount_refunded` this refund gave
  * it), or `refund.failed`; then the document takes its status. In that order a job
  * lost between the two (Redis rolled back) leaves the refund `pending`, which the
@@ -124,6 +126,8 @@ export async function finishSettled(deps: RecordDeps, intent: PaymentIntentDoc, 
   const set = { status, failure_reason: failure, ...(operatorReference !== undefined ? { operator_reference: operatorReference } : {}) };
   const before = known ?? (await deps.collections.refunds.findOne({ _id: entry.id }));
   if (!before) return;
+  // The ledger first (../balance/postings.ts): a refund shown ended is posted, held and, failed, released.
+  if (deps.postings) await postRefund(deps.postings, intent, entry);
   const scope = { project: before.project, livemode: before.livemode };
   const ended = { ...before, ...set };
   const type = status === 'succeeded' ? 'refund.succeeded' : 'refund.failed';

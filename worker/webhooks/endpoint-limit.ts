@@ -6,37 +6,31 @@
  * on any number of workers cannot pass the cap together. (The count may scan the
  * collection, docs/storage.md; endpoint collections are small.)
  */
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Filter } from 'mongodb';
 import type { WebhookEndpointDoc } from '../../common/documents.js';
 import type { IdempotencyJobInfo, Scope } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
+import { LockTimeout, withTokenLock, type TokenLockOptions } from '../../common/redis-lock.js';
 
-/** Longer than any count-then-insert; a crashed holder blocks its scope's creates for at most this. */
-const LOCK_MS = 30_000;
-/** How long a create waits for the lock before failing its attempt (the job is retried). */
-const WAIT_MS = 10_000;
+/**
+ * Lives longer than any count-then-insert (renewed while held, so a crashed holder
+ * blocks its scope's creates for at most `ttlMs`); a create waits `waitMs` for it
+ * before failing its attempt.
+ */
+const SCOPE_LOCK: TokenLockOptions = { ttlMs: 30_000, waitMs: 10_000 };
 
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Runs `fn` while holding the scope's endpoint-create lock. */
+/**
+ * Runs `fn` while holding the scope's endpoint-create lock (common/redis-lock.ts). A
+ * wait past `waitMs` fails the attempt (the job is retried), not the request.
+ */
 export async function withScopeLock<T>(redis: Redis, prefix: string, scope: Scope, fn: () => Promise<T>): Promise<T> {
   const key = `${prefix}:endpoint-create:${scope.livemode ? 'live' : 'test'}:${scope.project}`;
-  const token = randomBytes(12).toString('hex');
-  const deadline = Date.now() + WAIT_MS;
-  while ((await redis.set(key, token, 'PX', LOCK_MS, 'NX')) !== 'OK') {
-    if (Date.now() > deadline) throw new Error(`endpoint creates of ${scope.project} are locked: retrying`);
-    await sleep(10 + Math.floor(Math.random() * 30));
-  }
   try {
-    return await fn();
-  } finally {
-    await redis.eval(RELEASE, 1, key, token).catch(() => undefined);
+    return await withTokenLock(redis, key, SCOPE_LOCK, fn);
+  } catch (err) {
+    if (err instanceof LockTimeout && err.key === key) throw new Error(`endpoint creates of ${scope.project} are locked: retrying`);
+    throw err;
   }
 }
 

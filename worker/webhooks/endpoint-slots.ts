@@ -110,8 +110,9 @@ export interface EndpointSlotsOptions {
 }
 
 export function endpointSlots(redis: Redis, options: EndpointSlotsOptions): EndpointSlots {
-  const keyOf = (endpointId: string) => `${options.prefix}:webhook-slots:${endpointId}`;
-  const waitersOf = (endpointId: string) => `${options.prefix}:webhook-waiters:${endpointId}`;
+  // Hash-tagged by the endpoint: the scripts take both keys (one slot on a cluster).
+  const keyOf = (endpointId: string) => `${options.prefix}:webhook-slots:{${endpointId}}`;
+  const waitersOf = (endpointId: string) => `${options.prefix}:webhook-waiters:{${endpointId}}`;
   const forgetMs = options.forgetMs ?? 90_000;
   return {
     async waiting(endpointId, waiter) {

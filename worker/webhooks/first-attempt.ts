@@ -27,7 +27,7 @@ import { UnrecoverableError, type MinimalJob } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { WebhookEndpointDoc } from '../../common/documents.js';
 import { JOBS, type DeliverWebhookData, type TypedQueue } from '../../common/jobs.js';
-import { deliveryJobOptions } from '../processors/dispatch-event.js';
+import { deliveryJobOptions } from './delivery-jobs.js';
 import { afterAttempt, sendAttempt, type DeliverDeps } from './deliver.js';
 import type { Slot } from './endpoint-slots.js';
 import type { StoredEvent } from './load-event.js';
@@ -55,19 +55,52 @@ export interface FirstAttemptDeps extends DeliverDeps {
  * `done` once it delivered. Kept as long as finished delivery jobs are (an hour), so
  * that an event recorded again (a retried or re-run job, a sweep) is not delivered
  * again to an endpoint that already has it, as a finished job's id used to prevent.
+ *
+ * `in_flight` is a `started` mark read with a clock (`firstAttemptMarks`'s `now`):
+ * begun so recently that its attempt may still be running, in place, with no job yet.
+ * The sweeper leaves such a delivery alone: sending it again would post the event a
+ * second time beside the first attempt, and skip the retry schedule after a failure.
  */
-export type FirstAttemptMark = 'started' | 'done';
+export type FirstAttemptMark = 'started' | 'in_flight' | 'done';
 const MARK_TTL_MS = 3600_000;
+const STARTED = 'started:';
 
-export function firstAttemptKey(prefix: string, eventId: string, endpointId: string): string {
-  return `${prefix}:first-attempt:${eventId}:${endpointId}`;
+/**
+ * How long a first attempt made in place can run, from its mark to its job: a slot's
+ * wait (about 2 s), the POST (the webhook timeout), then the attempt's record and the
+ * enqueue of the chain's job, with room for a store or a Redis that is slow.
+ */
+export function firstAttemptBoundMs(timeoutMs: number): number {
+  return timeoutMs + 15_000;
 }
 
-/** The mark of each (event, endpoint), in order; null where there is none. */
-export async function firstAttemptMarks(redis: Redis, prefix: string, eventId: string, endpointIds: string[]): Promise<Array<FirstAttemptMark | null>> {
+export function firstAttemptKey(prefix: string, eventId: string, endpointId: string): string {
+  // Hash-tagged by the event: one MGET reads an event's marks (one slot on a cluster).
+  return `${prefix}:first-attempt:{${eventId}}:${endpointId}`;
+}
+
+/**
+ * The mark of each (event, endpoint), in order; null where there is none. With
+ * `inFlight` (now, and `firstAttemptBoundMs`), a mark begun within the bound reads
+ * `in_flight`.
+ */
+export async function firstAttemptMarks(
+  redis: Redis,
+  prefix: string,
+  eventId: string,
+  endpointIds: string[],
+  inFlight?: { nowMs: number; boundMs: number },
+): Promise<Array<FirstAttemptMark | null>> {
   if (endpointIds.length === 0) return [];
   const values = await redis.mget(...endpointIds.map((id) => firstAttemptKey(prefix, eventId, id)));
-  return values.map((v) => (v === 'started' || v === 'done' ? v : null));
+  return values.map((v): FirstAttemptMark | null => {
+    // A `started` without its time: the chain went on in its job (or the mark was
+    // written before marks had one).
+    if (v === 'done' || v === 'started') return v;
+    if (!v?.startsWith(STARTED)) return null;
+    const since = Number(v.slice(STARTED.length));
+    return inFlight && Number.isFinite(since) && inFlight.nowMs - since < inFlight.boundMs ? 'in_flight' : 'started';
+  });
 }
 
 /** The attempts of a delivery chain made before its job: 0 but for a chain begun in place. */
@@ -176,11 +209,11 @@ export class FirstAttempts {
     let posted = false;
     try {
       // One first attempt per (event, endpoint), however often the event is recorded.
-      if ((await deps.redis.set(mark, 'started', 'PX', MARK_TTL_MS, 'NX')) !== 'OK') return;
+      if ((await deps.redis.set(mark, `${STARTED}${Date.now()}`, 'PX', MARK_TTL_MS, 'NX')) !== 'OK') return;
       const slot = await this.slot(endpoint._id);
       if (!slot) {
         this.outcomes.deferred++;
-        return await this.continueInJob(event.id, endpoint._id, 0, 0);
+        return await this.continueInJob(event.id, endpoint._id, 0, 0, mark);
       }
       const sent = await sendAttempt(deps, endpoint, event.id, event.json, 1, async (post) => {
         posted = true;
@@ -200,12 +233,12 @@ export class FirstAttempts {
       if (err instanceof UnrecoverableError) return this.finished(event.id, endpoint._id);
       if (err instanceof DeliveryFailedError) {
         if (maxAttempts(deps.config) <= 1) return this.finished(event.id, endpoint._id);
-        return this.continueInJob(event.id, endpoint._id, 1, retryDelay(deps.config, 1, { retryAfterMs: err.retryAfterMs }));
+        return this.continueInJob(event.id, endpoint._id, 1, retryDelay(deps.config, 1, { retryAfterMs: err.retryAfterMs }), mark);
       }
       // A fault of ours (before or after the POST): the job tries again at once. A
       // receiver that got the POST gets it again, as from a stalled job.
       deps.logger.warn({ event_id: event.id, endpoint_id: endpoint._id, err: (err as Error).message }, 'first webhook attempt interrupted: left to a delivery job');
-      return this.continueInJob(event.id, endpoint._id, posted ? 1 : 0, 0);
+      return this.continueInJob(event.id, endpoint._id, posted ? 1 : 0, 0, mark);
     }
   }
 
@@ -224,8 +257,12 @@ export class FirstAttempts {
     }
   }
 
-  /** The rest of the chain, in its delivery job; on failure, left to the sweeper. */
-  private async continueInJob(eventId: string, endpointId: string, prior: number, delay: number): Promise<void> {
+  /**
+   * The rest of the chain, in its delivery job; on failure, left to the sweeper. The
+   * first attempt's `mark`, once the job is there, loses its time: the chain is the
+   * job's now, and a job Redis loses is the sweeper's at once.
+   */
+  private async continueInJob(eventId: string, endpointId: string, prior: number, delay: number, mark?: string): Promise<void> {
     const deps = this.deps;
     const options = deliveryJobOptions(deps.config, eventId, endpointId);
     try {
@@ -234,6 +271,7 @@ export class FirstAttempts {
         attempts: Math.max(1, (options.attempts ?? 1) - prior),
         ...(delay > 0 ? { delay } : {}),
       });
+      if (mark) await deps.redis.set(mark, 'started', 'PX', MARK_TTL_MS).catch(() => undefined);
     } catch (err) {
       deps.logger.warn({ event_id: eventId, endpoint_id: endpointId, err: (err as Error).message }, 'delivery not enqueued: the outbox sweeper will');
     }

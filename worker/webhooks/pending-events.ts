@@ -43,11 +43,12 @@ export class PendingEvents {
   }
 
   private key(eventId: string): string {
-    return `${this.deps.prefix}:outbox:left:${eventId}`;
+    // Hash-tagged by the event: a transaction touches both of its sets (one slot on a cluster).
+    return `${this.deps.prefix}:outbox:left:{${eventId}}`;
   }
 
   private targetsKey(eventId: string): string {
-    return `${this.deps.prefix}:outbox:targets:${eventId}`;
+    return `${this.deps.prefix}:outbox:targets:{${eventId}}`;
   }
 
   /**

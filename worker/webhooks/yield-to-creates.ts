@@ -1,6 +1,6 @@
 /**
  * Deliveries yield to creates. A create has a client waiting on it (for at most
- * `CREATE_TIMEOUT_MS`, then it retries), a delivery has nobody waiting: while creates
+ * `WRITE_TIMEOUT_MS`, then it retries), a delivery has nobody waiting: while creates
  * queue up, this worker takes fewer deliveries at once, so that its share of the CPU
  * goes to the backlog that clients time out on. Deliveries are only later, never
  * fewer: every one stays in the queue.

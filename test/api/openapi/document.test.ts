@@ -266,4 +266,20 @@ test('servers and the create samples carry the base URL given, never a hard-code
   const local = buildOpenApiDocument({ operators: OPERATORS, defaultCurrency: 'xof' }, 'http://127.0.0.1:4010/') as Json;
   t.deepEqual(local.servers, [{ url: 'http://127.0.0.1:4010', description: 'This service' }]);
   t.true(local.paths['/v1/payment_intents'].post['x-codeSamples'][2].source.includes("{ host: '127.0.0.1', port: 4010, protocol: 'http' }"));
+  // The refunds' samples too.
+  const refunds = doc.paths['/v1/refunds'].post['x-codeSamples'] as Array<{ label: string; source: string }>;
+  for (const sample of refunds) t.false(sample.source.includes('localhost:3000'), sample.label);
+  t.true(refunds[0]!.source.startsWith('curl -X POST https://pay.acme.test/v1/refunds'));
+  t.true(refunds[1]!.source.includes("{ host: 'pay.acme.test', port: 443, protocol: 'https' }"));
+});
+
+test('every code sample of the document carries the base URL given, the refunds\' too', (t) => {
+  const samples = Object.entries(doc.paths as Record<string, Record<string, { 'x-codeSamples'?: Array<{ label: string; source: string }> }>>).flatMap(([path, item]) =>
+    Object.entries(item).flatMap(([method, op]) => (op['x-codeSamples'] ?? []).map((sample) => ({ at: `${method} ${path} ${sample.label}`, source: sample.source }))),
+  );
+  t.true(samples.some((s) => s.at.startsWith('post /v1/refunds')), 'the refunds have samples');
+  for (const { at, source } of samples) {
+    t.false(source.includes('localhost'), at);
+    t.true(source.includes('https://pay.acme.test/') || source.includes("{ host: 'pay.acme.test', port: 443, protocol: 'https' }"), at);
+  }
 });

@@ -7,6 +7,8 @@ import test, { type ExecutionContext } from 'ava';
 import qs from 'qs';
 
 import { parseFormBody } from '../../../api/schemas/form-body.js';
+import { parseConfirm } from '../../../api/schemas/payment-intent-lifecycle.js';
+import { parseResolveQuery } from '../../../api/schemas/operators.js';
 import { parsePaymentIntentCreate } from '../../../api/schemas/payment-intents.js';
 import { parseWebhookEndpointCreate } from '../../../api/schemas/webhook-endpoints.js';
 import { ApiError } from '../../../common/errors.js';
@@ -133,4 +135,17 @@ test('webhook endpoints: Stripe\'s enabled_events[]=* and an empty description',
   });
   const missing = outcome(() => parseWebhookEndpointCreate(parseFormBody('enabled_events[]=*'), { livemode: false, encoding: 'form' }));
   t.deepEqual(missing, { code: 'parameter_missing', param: 'url', status: 400 });
+});
+
+test("a phone number's bare + in a form (read as a space) is taken as +, as %2B is; JSON is taken as it is", (t) => {
+  const confirm = (text: string) => parseConfirm(parseFormBody(text), { operators: ctx.operators, now: NOW, encoding: 'form' });
+  t.is(confirm('operator=mtn_momo&phone_number=+2250500000000').phone_number, '+2250500000000');
+  t.is(confirm('operator=mtn_momo&phone_number=%2B2250500000000').phone_number, '+2250500000000');
+  t.is(confirm('phone_number=%202250500000000').phone_number, '+2250500000000', 'a space then digits is a + lost to form encoding');
+  t.is(parseResolveQuery('phone_number=+2250500000000'), '+2250500000000', 'as the resolve route takes it');
+  for (const text of ['phone_number=2250500000000', 'phone_number=++2250500000000', 'phone_number=+22505', 'phone_number=%20%202250500000000']) {
+    t.deepEqual(outcome(() => confirm(text)), { code: 'phone_number_invalid', param: 'phone_number', status: 400 }, text);
+  }
+  const json = outcome(() => parseConfirm({ phone_number: ' 2250500000000' }, { operators: ctx.operators, now: NOW, encoding: 'json' }));
+  t.deepEqual(json, { code: 'phone_number_invalid', param: 'phone_number', status: 400 });
 });

@@ -11,6 +11,7 @@ import { parseConfirm, parseUpdate } from '../../../api/schemas/payment-intent-l
 import { parsePaymentIntentCreate } from '../../../api/schemas/payment-intents.js';
 import { parseRefundCreate } from '../../../api/schemas/refunds.js';
 import { parseWebhookEndpointCreate } from '../../../api/schemas/webhook-endpoints.js';
+import { urlErrors } from '../../../api/schemas/urls.js';
 import { ApiError } from '../../../common/errors.js';
 import { rejects } from '../../helpers/rejects.js';
 
@@ -31,14 +32,38 @@ test('a body\'s own table wins for its field; other fields get the shared wordin
   t.is(shared.message, 'Invalid count: 0 is below the minimum of 1.');
 });
 
-test('an ApiError thrown inside a joi custom rule reaches the client as it is', (t) => {
+test('no back door: an ApiError thrown inside a joi custom rule is not passed to the client, but is a plain Error (a 500)', (t) => {
   const def = bodySchema({
     code: Joi.string().custom(() => {
       throw new ApiError('url_invalid', 'Invalid code: no.', 'code');
     }),
   });
-  const error = rejects(t, () => checkBody(def, { code: 'x' }, 'json'), 'url_invalid', 'code');
-  t.is(error.message, 'Invalid code: no.');
+  const error = t.throws(() => checkBody(def, { code: 'x' }, 'json'));
+  t.false(error instanceof ApiError);
+  t.regex(error.message, /no contract error for joi's "any\.custom" at code/);
+});
+
+test('the URL rules are joi rules, each problem worded by the table of its field', (t) => {
+  const def = bodySchema(
+    { url: Joi.string().webUrl('target'), back: Joi.string().webUrl() },
+    { url: urlErrors('url', 2048), back: urlErrors('return_url', 2048) },
+  );
+  const live = { livemode: true, allowPrivateTargets: false };
+  const cases: Array<[body: Record<string, unknown>, param: string, message: string]> = [
+    [{ url: 'http://example.com/x' }, 'url', 'Invalid url: in live mode it must use https.'],
+    [{ url: 'https://127.0.0.1/x' }, 'url', 'Invalid url: it must point at a public address, not a loopback, private, link-local, multicast or reserved one.'],
+    [{ url: 'https://a.localhost/' }, 'url', 'Invalid url: it must not point at localhost.'],
+    [{ url: 'https:///x' }, 'url', 'Invalid url: it must name a host.'],
+    [{ back: ' https://shop.example/' }, 'back', 'Invalid return_url: it must not contain spaces or control characters.'],
+    [{ back: 'https://u:p@shop.example/' }, 'back', 'Invalid return_url: it must not contain a user name or password.'],
+    [{ back: 'shop.example' }, 'back', 'Invalid return_url: it must be an absolute http:// or https:// URL.'],
+  ];
+  for (const [body, param, message] of cases) {
+    const error = rejects(t, () => checkBody(def, body, 'json', live), 'url_invalid', param);
+    t.is(error.message, message);
+  }
+  t.notThrows(() => checkBody(def, { url: 'https://hooks.example/x', back: 'http://127.0.0.1:8000/back' }, 'json', live), 'a return_url is not a target');
+  t.notThrows(() => checkBody(def, { url: 'http://127.0.0.1/x' }, 'json', { livemode: false, allowPrivateTargets: true }));
 });
 
 test('a joi error no table words is a plain Error (a 500), never joi\'s message', (t) => {
@@ -69,4 +94,12 @@ test('no message a client sees is joi\'s wording', (t) => {
     const error = t.throws<ApiError>(attempt, { instanceOf: ApiError });
     t.notRegex(error!.message, /^"|is not allowed|must be of type|failed custom validation/, error!.message);
   }
+});
+
+test('a bare "+" in a form body reads as a space: a confirm takes a phone number sent so as the "+" meant, JSON does not', (t) => {
+  const ctx = { operators: ['mtn_momo', 'wave'], now: 1_700_000_000 };
+  t.is(parseConfirm({ phone_number: ' 2250500000000' }, { ...ctx, encoding: 'form' }).phone_number, '+2250500000000');
+  t.is(parseConfirm({ phone_number: '+2250500000000' }, { ...ctx, encoding: 'form' }).phone_number, '+2250500000000', 'sent as %2B');
+  rejects(t, () => parseConfirm({ phone_number: ' 2250500000000' }, ctx), 'phone_number_invalid', 'phone_number');
+  rejects(t, () => parseConfirm({ phone_number: '  2250500000000' }, { ...ctx, encoding: 'form' }), 'phone_number_invalid', 'phone_number');
 });

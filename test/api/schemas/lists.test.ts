@@ -15,7 +15,7 @@ function parse(query: string, options: ListQueryOptions = PAYMENT_INTENTS) {
 }
 
 test('an empty query gives the defaults', (t) => {
-  t.deepEqual(parse(''), { limit: 10, startingAfter: null, endingBefore: null, type: null });
+  t.deepEqual(parse(''), { limit: 10, startingAfter: null, endingBefore: null, type: null, object: null });
 });
 
 // limit
@@ -117,5 +117,12 @@ test('every value is returned together', (t) => {
     startingAfter: null,
     endingBefore: id,
     type: 'payment_intent.created',
+    object: null,
   });
+});
+
+test('object names one object by its id; anything else is parameter_invalid', (t) => {
+  const id = newId('payment_intent');
+  t.is(parse(`object=${id}`, EVENTS).object, id);
+  for (const bad of ['object=', 'object=pi_short', 'object=not%20an%20id']) rejects(t, () => parse(bad, EVENTS), 'parameter_invalid', 'object');
 });

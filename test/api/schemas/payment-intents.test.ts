@@ -1,5 +1,6 @@
 import test from 'ava';
 
+import { parseUpdate } from '../../../api/schemas/payment-intent-lifecycle.js';
 import { parsePaymentIntentCreate } from '../../../api/schemas/payment-intents.js';
 import type { ErrorCode } from '../../../common/errors.js';
 import { rejects } from '../../helpers/rejects.js';
@@ -83,7 +84,6 @@ test('amount is required', (t) => {
 
 for (const [label, amount] of [
   ['a numeric string', '100'],
-  ['a float', 100.5],
   ['a negative float', -1.5],
   ['true', true],
   ['null', null],
@@ -95,6 +95,19 @@ for (const [label, amount] of [
     t.regex(error.message, /^Invalid integer: .*amount/);
   });
 }
+
+test('an amount in major units says it is in the minor unit, with what to send by the currency\'s exponent', (t) => {
+  const message = (body: Record<string, unknown>) => rejects(t, () => parse(body), 'parameter_invalid_integer', 'amount').message;
+  t.is(message({ amount: '50.00', currency: 'kes' }), "Invalid amount: 50.00 is not an integer. Amounts are integers in the currency's minor unit: for 50.00 KES send 5000.");
+  t.is(message({ amount: 10.5, currency: 'GHS' }), "Invalid amount: 10.5 is not an integer. Amounts are integers in the currency's minor unit: for 10.50 GHS send 1050.");
+  t.is(message({ amount: '50.00' }), "Invalid amount: 50.00 is not an integer. Amounts are integers in the currency's minor unit, and XOF has none: for 50 XOF send 50.", 'the default currency');
+  t.is(message({ amount: '12.5', currency: 'bhd' }), "Invalid amount: 12.5 is not an integer. Amounts are integers in the currency's minor unit: for 12.500 BHD send 12500.");
+  t.is(message({ amount: '0.001', currency: 'kes' }), "Invalid amount: 0.001 is not an integer. Amounts are integers in the currency's minor unit: for 1.00 KES send 100.");
+  t.is(message({ amount: '1234.567', currency: 'kes' }), "Invalid amount: 1234.567 is not an integer. Amounts are integers in the currency's minor unit: for 1 234.56 KES send 123456.");
+  t.regex(message({ amount: 'abc', currency: 'kes' }), /^Invalid integer: "abc"\. The amount parameter must be a whole number/);
+  const update = rejects(t, () => parseUpdate({ amount: '50.00' }, { operators: ctx.operators, now: NOW }), 'parameter_invalid_integer', 'amount');
+  t.is(update.message, "Invalid amount: 50.00 is not an integer. Amounts are integers in the currency's minor unit: 5000 is 50.00 KES, and 5 000 XOF (XOF has none).", "an update does not know the intent's currency");
+});
 
 test('amount accepts the bounds 1 and 999999999999', (t) => {
   t.is(parse({ amount: 1 }).amount, 1);
@@ -370,3 +383,4 @@ test('fields are checked in contract order, the first problem winning', (t) => {
   }
   t.notThrows(() => parse(body));
 });
+

@@ -3,9 +3,8 @@
  */
 import http from 'node:http';
 import test from 'ava';
-import { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
-import { sleep, uniqueName } from '../../helpers/service.js';
+import { serviceQueue, sleep, uniqueName, untilIdle } from '../../helpers/service.js';
 import { useService } from '../../helpers/use-service.js';
 
 const e2e = useService(test, { workers: 2 });
@@ -34,7 +33,8 @@ test('50 concurrent identical requests with one key create exactly one object', 
     t.is(r.body.error.code, 'idempotency_in_flight');
     t.is(r.body.error.type, 'invalid_request_error');
   }
-  await sleep(300);
+  // Every request's job has run: a second object or event would be written by now.
+  await untilIdle(e2e.service, [QUEUES.writes, QUEUES.events]);
   t.is(await count('payment_intents', project), 1);
   const events = await e2e.service.request('GET', '/v1/events', { key });
   t.deepEqual(events.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id), [ok[0]?.body.id], 'and exactly one event');
@@ -172,7 +172,7 @@ test('a key on a GET is ignored', async (t) => {
 test('job ids are derived from the key, so a retry never enqueues a second job', async (t) => {
   const project = uniqueName('jobid');
   const key = await e2e.service.issueKey(project);
-  const queue = new Queue(QUEUES.writes, { connection: { url: e2e.service.env.REDIS_URL }, prefix: e2e.service.prefix });
+  const queue = serviceQueue(e2e.service, QUEUES.writes);
   t.teardown(() => queue.close());
   const res = await e2e.service.request('POST', PI, { key, body: { amount: 1 } });
   t.is(res.status, 200);

@@ -33,7 +33,7 @@ let browser: Browser | undefined;
 
 test.before(async () => {
   [service, receiver] = await Promise.all([
-    Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '200' } }),
+    Service.start({ workers: 1, env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '200' } }),
     Receiver.start(),
   ]);
   if (haveChromium) browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });

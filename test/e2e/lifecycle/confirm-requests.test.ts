@@ -26,7 +26,7 @@ let creates: Queue;
 
 test.before(async () => {
   // Slow operators: the intents stay in requires_action while the tests look at them.
-  service = await Service.start({ workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '600000', SIMULATOR_PROCESSING_DELAY_MS: '600000' } });
+  service = await Service.start({ workers: 1, env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '600000', SIMULATOR_PROCESSING_DELAY_MS: '600000' } });
   creates = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
 });
 

@@ -5,7 +5,8 @@
  * second, and every event of both attempts is listed and delivered once, signed.
  */
 import test from 'ava';
-import { sleep, uniqueName } from '../../helpers/service.js';
+import { QUEUES } from '../../../common/jobs.js';
+import { uniqueName, untilIdle } from '../../helpers/service.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import {
   confirm,
@@ -20,7 +21,7 @@ import {
 } from '../../helpers/payment-intent-lifecycle.js';
 import { useService } from '../../helpers/use-service.js';
 
-const e2e = useService(test, { workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '150' }, receiver: true });
+const e2e = useService(test, { workers: 1, env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '150' }, receiver: true });
 
 test('declined with insufficient_funds (003), confirmed again with a 000 number: succeeded', async (t) => {
   const project = uniqueName('again');
@@ -53,7 +54,7 @@ test('declined with insufficient_funds (003), confirmed again with a 000 number:
   const paid = await waitForStatus(e2e.service, key, pi.id, 'succeeded');
   t.like(paid, { last_payment_error: null, next_action: null, payment_details: { operator: 'airtel_money', phone_number: masked(rich) } });
 
-  await sleep(500); // a late answer of the first attempt would show by now
+  await untilIdle(e2e.service, [QUEUES.writes, QUEUES.intents, QUEUES.events]); // a late answer of the first attempt has run by now
   const events = eventsOf(await listAllEvents(e2e.service, key), pi.id);
   t.deepEqual(
     events.map((e) => e.type.replace('payment_intent.', '')),

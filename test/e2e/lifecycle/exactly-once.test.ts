@@ -14,9 +14,9 @@
  *   byte with `Idempotent-Replayed: true`.
  */
 import test from 'ava';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
-import { Service, sleep, uniqueName, until, type ApiResponse } from '../../helpers/service.js';
+import { Service, serviceQueue, sleep, uniqueName, until, untilIdle, type ApiResponse } from '../../helpers/service.js';
 import { Receiver } from '../../helpers/receiver.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import {
@@ -34,6 +34,8 @@ import {
 } from '../../helpers/payment-intent-lifecycle.js';
 
 const COUNT = 200;
+/** A restarted worker runs this long before the next is killed: kills spread over the run, not bunched. */
+const BETWEEN_KILLS_MS = 1500;
 
 /**
  * A client as the README asks: the same request with the same key on a network
@@ -100,7 +102,7 @@ test.before(async () => {
   const [service, receiver] = await Promise.all([
     Service.start({
       workers: 2,
-      env: { SIMULATOR_APPROVAL_DELAY_MS: '1500', SIMULATOR_PROCESSING_DELAY_MS: '1000', WORKER_CONCURRENCY: '32', CREATE_TIMEOUT_MS: '60000', CREATE_ADMISSION_WAIT_MS: '0' },
+      env: { SIMULATOR_APPROVAL_DELAY_MS: '1500', SIMULATOR_PROCESSING_DELAY_MS: '1000', WORKER_CONCURRENCY: '32', WRITE_TIMEOUT_MS: '60000', CREATE_ADMISSION_WAIT_MS: '0' },
     }),
     Receiver.start(),
   ]);
@@ -110,7 +112,7 @@ test.before(async () => {
   const hook = `/${project}`;
   // The receiver takes the outcomes: the events a consumer acts on, where a duplicate would do harm.
   const endpoint = await createEndpoint(service, key, receiver.url(hook), ['payment_intent.succeeded', 'payment_intent.canceled']);
-  const intentsQueue = new Queue(QUEUES.intents, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const intentsQueue = serviceQueue(service, QUEUES.intents);
   run = { ...run, key, hook, secret: endpoint.secret, intentsQueue };
   const intents = await createAll(service, key);
   run = { ...run, intents, bodies: intents.map((_, i) => confirmBody(i)) };
@@ -161,7 +163,7 @@ test.serial('200 keyed confirms at once, a cancel racing every tenth, each worke
     victim.kill('SIGKILL');
     await victim.exited;
     await service.startWorker();
-    await sleep(1500);
+    await sleep(BETWEEN_KILLS_MS);
   }
   const results = await answers;
   run.results = results;
@@ -197,7 +199,8 @@ test.serial('each intent ends with one final status, its events agree (each kind
     },
     150_000,
   );
-  await sleep(3000); // a duplicate transition or delivery would show by now
+  // Whatever could still transition or deliver has run: a duplicate would show by now.
+  await untilIdle(service, [QUEUES.writes, QUEUES.intents, QUEUES.events, QUEUES.webhooks], 120_000);
 
   const [listing, stored] = await Promise.all([listAllEvents(service, key), listAllIntents(service, key)]);
   t.is(new Set(listing.map((e) => e.id)).size, listing.length, 'no event listed twice');

@@ -19,7 +19,7 @@
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
-import { sleep, uniqueName, until, withService, type ApiResponse } from '../../helpers/service.js';
+import { sleep, uniqueName, until, untilIdle, withService, type ApiResponse } from '../../helpers/service.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import {
   cancel,
@@ -43,10 +43,14 @@ import { useService } from '../../helpers/use-service.js';
 const APPROVAL_MS = 2000;
 const PROCESSING_MS = 61_500;
 const LIFETIME_S = 61;
+/** The intents queue is paused this long before expires_at: the approving confirm lands with nothing of the queue running. */
+const PAUSE_BEFORE_EXPIRY_MS = 6000;
+/** Past expires_at by this: the point of the test (confirms and codes after the expiry). */
+const PAST_EXPIRY_MS = 1500;
 
 const e2e = useService(test, {
   workers: 1,
-  env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
+  env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
   receiver: true,
 });
 
@@ -117,7 +121,8 @@ test('SLOW (about 65 s): intents expire at expires_at from new and requires_acti
   t.log(`confirms racing the expiry: ${races.filter((r) => r.res.status === 200).length} accepted, ${races.filter((r) => r.res.status !== 200).length} refused`);
 
   await waitForDeliveredTypes(e2e.receiver, hook, expected, 60_000);
-  await sleep(2500); // every racer's payer answer (2 s after its confirm) has come by now
+  // Every racer's payer answer (a job due 2 s after its confirm) has run by now.
+  await untilIdle(e2e.service, [QUEUES.writes, QUEUES.intents, QUEUES.events]);
   const [listing, intents] = await Promise.all([listAllEvents(e2e.service, key), listAllIntents(e2e.service, key)]);
   const typesOf = (pi: Intent) => eventsOf(listing, pi.id).map((e) => e.type);
 
@@ -196,7 +201,7 @@ test('SLOW (the same wait, concurrently): past expires_at, before the expiry job
   t.timeout(180_000);
   const { service: own, key } = await withService(t, {
     project: 'expiry-paused',
-    env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '1000', SIMULATOR_PROCESSING_DELAY_MS: '100' },
+    env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '1000', SIMULATOR_PROCESSING_DELAY_MS: '100' },
   });
   const intents = new Queue(QUEUES.intents, { connection: { url: own.env.REDIS_URL }, prefix: own.prefix });
   t.teardown(() => intents.close());
@@ -206,12 +211,12 @@ test('SLOW (the same wait, concurrently): past expires_at, before the expiry job
   t.is(asked.body.status, 'requires_action', asked.text);
 
   // Nothing of the intents queue runs from here: neither the payer's answer nor the expiry.
-  await sleep(Math.max(0, expiresAt * 1000 - 6000 - Date.now()));
+  await sleep(Math.max(0, expiresAt * 1000 - PAUSE_BEFORE_EXPIRY_MS - Date.now()));
   await intents.pause();
   const approved = await confirm(own, key, approving!.id, { operator: 'mtn_momo', phone_number: phone('225', '000', 2) });
   t.is(approved.status, 200, approved.text);
   t.is(approved.body.status, 'requires_action');
-  await sleep(Math.max(0, expiresAt * 1000 + 1500 - Date.now()));
+  await sleep(Math.max(0, expiresAt * 1000 + PAST_EXPIRY_MS - Date.now()));
 
   const late = await confirm(own, key, fresh!.id, { operator: 'mtn_momo', phone_number: phone('225', '000', 3) });
   t.is(late.status, 400, late.text);

@@ -9,7 +9,8 @@
  * checkout-browser.test.ts drives it in Chromium.
  */
 import test, { type ExecutionContext } from 'ava';
-import { sleep, uniqueName, type ApiResponse } from '../../helpers/service.js';
+import { QUEUES } from '../../../common/jobs.js';
+import { uniqueName, untilIdle, type ApiResponse } from '../../helpers/service.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import {
   confirm,
@@ -29,7 +30,7 @@ import { useService } from '../../helpers/use-service.js';
 
 const e2e = useService(test, {
   workers: 1,
-  env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100', SIMULATOR_SLOW_DELAY_MS: '1500' },
+  env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100', SIMULATOR_SLOW_DELAY_MS: '1500' },
   receiver: true,
 });
 
@@ -113,8 +114,8 @@ function assertDeclinedAtConfirm(t: ExecutionContext, s: Scenario): void {
  */
 async function assertOutcomes(t: ExecutionContext, key: string, path: string, secret: string, scenarios: Scenario[], flow: 'payer_step' | 'otp'): Promise<void> {
   await waitForDeliveredTypes(e2e.receiver, path, new Map(scenarios.map((s) => [s.intent.id, expected(s.suffix, flow).types])));
-  // A stray late transition (010 answering after all, a second success) would show by now.
-  await sleep(1500);
+  // A stray late transition (010 answering after all, a second success) has run by now.
+  await untilIdle(e2e.service, [QUEUES.writes, QUEUES.intents, QUEUES.events]);
   const listing = await listAllEvents(e2e.service, key);
   const intents = await listAllIntents(e2e.service, key);
   t.deepEqual(

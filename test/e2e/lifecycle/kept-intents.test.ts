@@ -1,5 +1,5 @@
 /**
- * Retrieves answered from the intents an api keeps (api/kept-intents.ts), black-box:
+ * Retrieves answered from the intents an api keeps (common/kept-intents.ts), black-box:
  * once a confirm is answered, a retrieve shows its change, and a client polling the
  * intent sees each step of the payment in order until it is final, because every
  * transition replaces the intent's token in Redis before and after its write.

@@ -10,7 +10,7 @@ import { uniqueName } from '../../helpers/service.js';
 import { cancel, confirm, createIntent, eventsOf, listAllEvents, phone, retrieve, update } from '../../helpers/payment-intent-lifecycle.js';
 import { useService } from '../../helpers/use-service.js';
 
-const e2e = useService(test, { workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '50', SIMULATOR_PROCESSING_DELAY_MS: '50' } });
+const e2e = useService(test, { workers: 1, env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '50', SIMULATOR_PROCESSING_DELAY_MS: '50' } });
 
 test('a live confirm without a connector: 400 operator_not_configured for every operator, and nothing changes', async (t) => {
   const project = uniqueName('live');

@@ -17,19 +17,11 @@ import { MpesaFake } from '../../fakes/mpesa-fake.js';
 import { WaveFake } from '../../fakes/wave-fake.js';
 import { mtnReferenceId } from '../../../worker/operators/mtn-momo/wire.js';
 import { MPESA_COLLECTIONS } from '../../../worker/operators/mpesa/callbacks.js';
-import { Service, uniqueName, until } from '../../helpers/service.js';
+import { liveOperatorsEnv, MPESA, MTN, MTN_ENVIRONMENT, WAVE } from '../../helpers/live-operators.js';
+import { Service, uniqueName, until, untilIdle } from '../../helpers/service.js';
 import { confirm, createIntent, eventsOf, listAllEvents, phone, retrieve, waitForStatus } from '../../helpers/payment-intent-lifecycle.js';
 import { refund, waitForRefund } from '../../helpers/refunds.js';
 
-const MTN = {
-  collection: { subscriptionKey: 'col-sub-key-0001', userId: '0b4c6d3e-1111-4a2b-8c3d-000000000001', apiKey: 'col-api-key-secret-0001' },
-  disbursement: { subscriptionKey: 'dis-sub-key-0002', userId: '0b4c6d3e-2222-4a2b-8c3d-000000000002', apiKey: 'dis-api-key-secret-0002' },
-};
-const MPESA = {
-  consumerKey: 'consumer-key-abcdef', consumerSecret: 'consumer-secret-123456', shortcode: '174379',
-  passkey: 'bfb279f9aa9bdbcf158e97dd71a467cd2e0c893059b10f78e6b72ada1ed2c919', initiatorName: 'testapi', securityCredential: 'encrypted-credential-xyz',
-};
-const WAVE = { apiKey: 'wave_sn_prod_secretkey0001', webhookSecret: 'wave_sn_WHS_secret0001' };
 const BACK = 'https://shop.example/back';
 
 let mtn: MtnMomoFake;
@@ -40,36 +32,19 @@ let key: string;
 
 test.before(async () => {
   [mtn, mpesa, wave] = await Promise.all([
-    new MtnMomoFake('mtnivorycoast', MTN).start(),
+    new MtnMomoFake(MTN_ENVIRONMENT, MTN).start(),
     new MpesaFake(MPESA).start(),
     new WaveFake(WAVE.apiKey, WAVE.webhookSecret).start(),
   ]);
   service = await Service.start({
     workers: 1,
     env: {
-      CREATE_TIMEOUT_MS: '30000',
+      WRITE_TIMEOUT_MS: '30000',
       PUBLIC_BASE_URL: 'self',
       OPERATOR_POLL_SCHEDULE_MS: '3000,600000',
       OPERATOR_TIMEOUT_MS: '8000',
       INTENTS_SWEEP_INTERVAL_MS: '2000',
-      MTN_MOMO_BASE_URL: mtn.url,
-      MTN_MOMO_TARGET_ENVIRONMENT: 'mtnivorycoast',
-      MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY: MTN.collection.subscriptionKey,
-      MTN_MOMO_COLLECTION_USER_ID: MTN.collection.userId,
-      MTN_MOMO_COLLECTION_API_KEY: MTN.collection.apiKey,
-      MTN_MOMO_DISBURSEMENT_SUBSCRIPTION_KEY: MTN.disbursement.subscriptionKey,
-      MTN_MOMO_DISBURSEMENT_USER_ID: MTN.disbursement.userId,
-      MTN_MOMO_DISBURSEMENT_API_KEY: MTN.disbursement.apiKey,
-      MPESA_BASE_URL: mpesa.url,
-      MPESA_CONSUMER_KEY: MPESA.consumerKey,
-      MPESA_CONSUMER_SECRET: MPESA.consumerSecret,
-      MPESA_SHORTCODE: MPESA.shortcode,
-      MPESA_PASSKEY: MPESA.passkey,
-      MPESA_INITIATOR_NAME: MPESA.initiatorName,
-      MPESA_SECURITY_CREDENTIAL: MPESA.securityCredential,
-      WAVE_BASE_URL: wave.url,
-      WAVE_API_KEY: WAVE.apiKey,
-      WAVE_WEBHOOK_SECRET: WAVE.webhookSecret,
+      ...liveOperatorsEnv({ mtn, mpesa, wave }),
     },
   });
   wave.webhookUrl = `${service.baseUrl}/operators/wave/webhook`;
@@ -85,6 +60,9 @@ let numbers = 0;
 /** A fresh number per attempt, so the fakes' per-payer outcomes never mix. */
 const fresh = (callingCode: string) => (callingCode === '254' ? `+2547${String(++numbers).padStart(8, '0')}` : phone(callingCode, '000', ++numbers));
 const msisdn = (e164: string) => e164.slice(1);
+
+/** What the callbacks and checks set going has run (a look kept for the interval's end included). */
+const settled = () => untilIdle(service, [QUEUES.intents, QUEUES.events]);
 
 const statusGets = (fake: FakeServer, path: string) => fake.count('GET', path);
 
@@ -133,7 +111,7 @@ test.serial('MTN MoMo: a decline is the operator\'s reason, mapped; a duplicate 
   t.like(declined.last_payment_error, { code: 'payment_declined', operator: 'mtn_momo', operator_decline_code: 'insufficient_funds' });
   const callback = `${service.baseUrl}/operators/mtn_momo/callback`;
   t.is(await sendCallback(callback, { externalId: `${pi.id}:1`, status: 'SUCCESSFUL' }, 'PUT'), 200);
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await settled();
   t.like(await retrieve(service, key, pi.id), { status: 'new', last_payment_error: { operator_decline_code: 'insufficient_funds' } });
   t.deepEqual(eventsOf(await listAllEvents(service, key), pi.id).map((e) => e.type).sort(), ['payment_intent.created', 'payment_intent.payment_failed', 'payment_intent.requires_action']);
 });
@@ -154,7 +132,7 @@ test.serial('forged and unknown MTN callbacks: the same 200, and nothing but a s
   t.deepEqual(bodies, ['{}', '{}', '{}'], 'the same answer whether or not the reference exists');
   // The forged callback made the worker look again; MTN said pending.
   await until('the look again', () => (statusGets(mtn.server, `/collection/v1_0/requesttopay/${ref}`) > gets ? true : undefined));
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  await settled();
   t.is((await retrieve(service, key, pi.id)).status, 'requires_action', 'a forged SUCCESSFUL decides nothing');
   await mtn.settle(ref);
   await waitForStatus(service, key, pi.id, 'succeeded');
@@ -175,7 +153,7 @@ test.serial('M2: a flood of callbacks for one attempt costs MTN a status call or
       await sendCallback(callback, { externalId: `${pi.id}:1`, status: 'SUCCESSFUL' }, 'PUT');
     }
   }));
-  await new Promise((resolve) => setTimeout(resolve, 6000));
+  await settled();
   const calls = statusGets(mtn.server, `/collection/v1_0/requesttopay/${ref}`) - before;
   t.log(`${sent} callbacks in 10 s: ${calls} status calls to MTN`);
   t.true(sent > 100);
@@ -194,7 +172,7 @@ test.serial('M3: without the operator\'s answer a live intent neither succeeds n
     return { pi, ref: mtnReferenceId(`${pi.id}:1`) };
   }));
   for (const { ref } of attempts) await afterSecondCheck(mtn.server, `/collection/v1_0/requesttopay/${ref}`);
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await settled();
   for (const { pi } of attempts) t.like(await retrieve(service, key, pi.id), { status: 'requires_action', last_payment_error: null });
   const orange = await createIntent(service, key, { amount: 5000, currency: 'xof' });
   const otp = await confirm(service, key, orange.id, { operator: 'orange_money', phone_number: phone('225', '000', 950), otp: '123456' });
@@ -253,6 +231,25 @@ test.serial('an operator 500 on the first try is retried, never a decline; MTN s
   await mtn.settle(ref);
   await waitForStatus(service, key, pi.id, 'succeeded');
   t.is([...mtn.transfers.values()].filter((x) => (x.body as { externalId?: string }).externalId === `${pi.id}:1`).length, 1);
+});
+
+test.serial('MTN calls back before its answer to the push reaches us: the callback still decides, with no wait for the poll', async (t) => {
+  // The first try fails (a 500), so the request goes out on the attempt's second check,
+  // after which the next poll is 10 minutes away. MTN holds that request at once but
+  // answers 2.5 s later; the payer approves in between.
+  mtn.server.failNext(1, 500);
+  const { pi, ref } = await mtnAttempt();
+  mtn.server.delayMs = 2500;
+  try {
+    await until('MTN to hold the request', () => mtn.transfers.get(ref));
+    await mtn.settle(ref);
+    t.true(mtn.callbacksSent.includes(ref));
+    mtn.server.delayMs = 0;
+    await waitForStatus(service, key, pi.id, 'succeeded', 20_000);
+    t.is([...mtn.transfers.values()].filter((x) => (x.body as { externalId?: string }).externalId === `${pi.id}:1`).length, 1);
+  } finally {
+    mtn.server.delayMs = 0;
+  }
 });
 
 test.serial('a slow operator: the confirm answers without waiting for it, and its answer still decides', async (t) => {
@@ -317,7 +314,7 @@ test.serial('Wave: the confirm\'s link is Wave\'s; a signed webhook, succeeded; 
   t.is(await sendCallback(url, wrongSecret.body, 'POST', { 'wave-signature': wrongSecret.signature }), 401);
   t.is(await sendCallback(url, stale.body, 'POST', { 'wave-signature': stale.signature }), 401);
   t.is(await sendCallback(url, paid, 'POST'), 401);
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await settled();
   t.is((await retrieve(service, key, pi.id)).status, 'requires_action');
   await wave.pay(session!.id);
   await waitForStatus(service, key, pi.id, 'succeeded');

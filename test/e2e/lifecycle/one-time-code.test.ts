@@ -19,7 +19,7 @@ import {
 } from '../../helpers/payment-intent-lifecycle.js';
 import { useService } from '../../helpers/use-service.js';
 
-const e2e = useService(test, { workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '150' }, receiver: true });
+const e2e = useService(test, { workers: 1, env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '150' }, receiver: true });
 
 const ORANGE = phone('225', '000');
 

@@ -17,7 +17,7 @@ import { MpesaFake } from '../../fakes/mpesa-fake.js';
 import { WaveFake } from '../../fakes/wave-fake.js';
 import { header } from '../../fakes/fake-server.js';
 import { mtnReferenceId } from '../../../worker/operators/mtn-momo/wire.js';
-import { Service, uniqueName, until } from '../../helpers/service.js';
+import { Service, sleep, uniqueName, until } from '../../helpers/service.js';
 import { cancel, confirm, createIntent, eventsOf, listAllEvents, phone, retrieve, waitForStatus, type Intent } from '../../helpers/payment-intent-lifecycle.js';
 import { refund, waitForRefund } from '../../helpers/refunds.js';
 
@@ -47,6 +47,13 @@ let mtnSandbox: MtnMomoFake;
 let mpesa: MpesaFake;
 let wave: WaveFake;
 let service: Service;
+
+/** Past the 4 s approval window (OPERATOR_APPROVAL_WINDOW_MS below), with 2 s to spare: what the test is about. */
+const PAST_WINDOW_MS = 6000;
+/** A push sent late, after the outage, would reach MTN within this (OPERATOR_TIMEOUT_MS is 2 s). */
+const NO_LATE_PUSH_MS = 2000;
+/** Past expires_at by this, the intent's expiry has had its turn (1 s polls, a 2 s sweep). */
+const PAST_EXPIRY_MS = 3000;
 let key: string;
 
 const mtnEnv = (prefix: string, fake: MtnMomoFake, c: ReturnType<typeof creds>, env: string) => ({
@@ -77,7 +84,7 @@ test.before(async () => {
   service = await Service.start({
     workers: 1,
     env: {
-      CREATE_TIMEOUT_MS: '30000',
+      WRITE_TIMEOUT_MS: '30000',
       PUBLIC_BASE_URL: 'self',
       OPERATOR_APPROVAL_WINDOW_MS: '4000',
       OPERATOR_POLL_SCHEDULE_MS: '1000',
@@ -217,14 +224,14 @@ test.serial('never ask a payer after the window: an outage past it ends the atte
   const ref = mtnReferenceId(`${pi.id}:1`);
   try {
     // The outage outlasts the 4 s window: the attempt waits for the operator, never declined on our clock alone.
-    await new Promise((resolve) => setTimeout(resolve, 6000));
+    await sleep(PAST_WINDOW_MS);
     t.is((await retrieve(service, key, pi.id)).status, 'requires_action');
   } finally {
     mtnCI.server.up();
   }
   const failed = await waitForStatus(service, key, pi.id, 'new', 30_000, (p: Intent) => p.last_payment_error !== null);
   t.like(failed.last_payment_error, { operator_decline_code: 'operator_unavailable' });
-  await new Promise((resolve) => setTimeout(resolve, 2000));
+  await sleep(NO_LATE_PUSH_MS);
   t.false(mtnCI.transfers.has(ref), 'MTN never stored the request: the payer was never asked');
   const sentWhileUp = mtnCI.server.log.filter((r) => r.method === 'POST' && r.path === '/collection/v1_0/requesttopay' && header(r, 'x-reference-id') === ref);
   t.is(sentWhileUp.length, mtnCI.server.log.filter((r) => r.method === 'POST' && header(r, 'x-reference-id') === ref).length);
@@ -238,7 +245,7 @@ test.serial('a late approval: the attempt outlives the window, a second confirm 
   const ref = mtnReferenceId(`${pi.id}:1`);
   await until('MTN to hold the request', () => mtnCI.transfers.get(ref));
   const watch = watchStatuses(pi.id);
-  await new Promise((resolve) => setTimeout(resolve, 6000)); // past the 4 s window
+  await sleep(PAST_WINDOW_MS);
   const again = await confirm(service, key, pi.id, { operator: 'mtn_momo', phone_number: number });
   t.is(again.status, 400, again.text);
   t.is(again.body.error.code, 'payment_intent_unexpected_state');
@@ -255,6 +262,10 @@ test.serial('a late approval: the attempt outlives the window, a second confirm 
 
 test.serial('the breaker: a configuration 500 in a row opens it, GET /v1/operators shows it, a confirm gets 503 with Retry-After, and a probe closes it', async (t) => {
   mtnGH.configError('currency');
+  // The probe's lookup fails too while the account is broken: a lookup MTN answers would
+  // close the breaker between two reads of the test (the pushes failing open it again).
+  const probe = `/collection/v1_0/requesttopay/${mtnReferenceId('probe')}`;
+  mtnGH.server.failNext(1_000_000, 500, undefined, (r) => r.method === 'GET' && r.path === probe);
   // Three payers at once: their pushes fail together, three calls without an answer in a row
   // (a lookup MTN answers, after an attempt's window, would count as an answer and close it).
   const first = await Promise.all([0, 1, 2].map(() => confirmed({ amount: 1000, currency: 'ghs', operator: 'mtn_momo', phone: ghanaian() })));
@@ -265,8 +276,11 @@ test.serial('the breaker: a configuration 500 in a row opens it, GET /v1/operato
     return { operator: mtn.status, ghana: mtn.accounts.find((a) => a.id === 'mtn_momo:mtnghana')!.status };
   };
   try {
-    await until('the Ghana account to be unavailable', async () => ((await accountStatus()).ghana === 'unavailable' ? true : undefined), 20_000);
-    t.is((await accountStatus()).operator, 'degraded', 'another account still serves');
+    const open = await until('the Ghana account to be unavailable', async () => {
+      const status = await accountStatus();
+      return status.ghana === 'unavailable' ? status : undefined;
+    }, 20_000);
+    t.is(open.operator, 'degraded', 'another account still serves');
     const refused = await confirmed({ amount: 1000, currency: 'ghs', operator: 'mtn_momo', phone: ghanaian() });
     t.is(refused.res.status, 503, refused.res.text);
     t.like(refused.res.body.error, { type: 'api_error', code: 'operator_unavailable' });
@@ -277,6 +291,7 @@ test.serial('the breaker: a configuration 500 in a row opens it, GET /v1/operato
     t.true(service.logs().some((line) => line.includes('Currency not supported')), "the operator's message is logged");
   } finally {
     mtnGH.configError(null);
+    mtnGH.server.clearInjections();
   }
   await until('a probe to close the breaker', async () => ((await accountStatus()).ghana === 'operational' ? true : undefined), 20_000);
   const after = await confirmed({ amount: 1000, currency: 'ghs', operator: 'mtn_momo', phone: ghanaian() });
@@ -374,7 +389,7 @@ test.serial('an intent is not expired blind: past expires_at its pending attempt
     return { pi, ref, number };
   }));
   mtnCI.outcomes.set(declined!.number.slice(1), { status: 'FAILED', reason: 'APPROVAL_REJECTED' });
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, (expiresAt + 3) * 1000 - Date.now())));
+  await sleep(Math.max(0, expiresAt * 1000 + PAST_EXPIRY_MS - Date.now()));
   for (const { pi } of [paid!, declined!]) t.is((await retrieve(service, key, pi.id)).status, 'requires_action', 'past expires_at, still waiting for MTN');
   await Promise.all([mtnCI.settle(paid!.ref), mtnCI.settle(declined!.ref)]);
   await waitForStatus(service, key, paid!.pi.id, 'succeeded', 20_000);

@@ -9,7 +9,8 @@
  * which shares its one-minute wait.)
  */
 import test, { type ExecutionContext } from 'ava';
-import { sleep, uniqueName, until, type ApiResponse } from '../../helpers/service.js';
+import { QUEUES } from '../../../common/jobs.js';
+import { sleep, uniqueName, until, untilIdle, type ApiResponse } from '../../helpers/service.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import {
   cancel,
@@ -31,7 +32,7 @@ import { useService } from '../../helpers/use-service.js';
 const APPROVAL_MS = 400;
 const RETURN_URL = 'https://shop.example/back';
 
-const e2e = useService(test, { workers: 2, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: '100' }, receiver: true });
+const e2e = useService(test, { workers: 2, env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: String(APPROVAL_MS), SIMULATOR_PROCESSING_DELAY_MS: '100' }, receiver: true });
 
 interface Race {
   intent: Intent;
@@ -65,7 +66,7 @@ async function judge(t: ExecutionContext, key: string, hook: { path: string; sec
     },
     30_000,
   );
-  await sleep(1000); // a stray transition would show by now
+  await untilIdle(e2e.service, [QUEUES.writes, QUEUES.intents, QUEUES.events]); // a stray transition has run by now
   const [listing, intents] = await Promise.all([listAllEvents(e2e.service, key), listAllIntents(e2e.service, key)]);
   for (const r of races) {
     const pi = intents.get(r.intent.id)!;

@@ -8,7 +8,7 @@ import { randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { QUEUES } from '../../../common/jobs.js';
 import { confirm, createIntent, phone, waitForStatus } from '../../helpers/payment-intent-lifecycle.js';
-import { withService } from '../../helpers/service.js';
+import { until, withService } from '../../helpers/service.js';
 
 /** Every value of every key of the server, whatever its type, as strings. */
 async function everyValue(redis: Redis): Promise<Array<{ key: string; value: string }>> {
@@ -84,7 +84,7 @@ test.serial('the dashboard masks phone numbers, codes and secrets in job data, e
   // A job as an older version made them; the worker fails it (unknown name), and keeps it.
   const number = phone('225', '000', randomInt(10_000, 99_999));
   const job = await queue.add('payment_intent.confirm.v0', { input: { phone_number: number, otp: '987654', operator: 'mtn_momo' }, note: number });
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  await until('the worker to fail the job', async () => ((await job.getState()) === 'failed' ? true : undefined));
   const auth = `Basic ${Buffer.from(`admin:${service.adminToken}`).toString('base64')}`;
   const seen: string[] = [];
   for (const status of ['failed', 'waiting', 'completed', 'active']) {

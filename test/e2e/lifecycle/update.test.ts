@@ -20,7 +20,7 @@ import {
 } from '../../helpers/payment-intent-lifecycle.js';
 import { useService } from '../../helpers/use-service.js';
 
-const e2e = useService(test, { workers: 1, env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '600000' } });
+const e2e = useService(test, { workers: 1, env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '600000' } });
 
 async function eventTypes(key: string, id: string): Promise<string[]> {
   return eventsOf(await listAllEvents(e2e.service, key), id).map((e) => e.type);

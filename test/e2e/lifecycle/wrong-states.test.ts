@@ -24,7 +24,7 @@ const PROCESSING_MS = 8000;
 
 const e2e = useService(test, {
   workers: 1,
-  env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
+  env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: String(PROCESSING_MS) },
 });
 
 function unexpected(t: ExecutionContext, res: ApiResponse, status: string, what: string, param?: string): void {

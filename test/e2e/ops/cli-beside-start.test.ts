@@ -71,3 +71,23 @@ test('a record left by a start that is gone is ignored', (t) => {
   t.is(result.status, 2);
   t.regex(result.stderr, /MONGODB_URL is not set/);
 });
+
+test('help, --help and -h print the usage and exit 0, with no server; a wrong option or command gets it on stderr, exit 2', (t) => {
+  const dir = dataDir(t);
+  for (const args of [['--help'], ['-h'], ['help'], ['keys', '--help'], ['keys', 'create', '-h']]) {
+    const result = cli(args, dir);
+    t.is(result.status, 0, `${args.join(' ')}: ${result.stderr}`);
+    t.regex(result.stdout, /^usage: npm run --silent cli -- COMMAND\n/, args.join(' '));
+    t.regex(result.stdout, /keys create --project NAME/);
+    t.regex(result.stdout, /a project exists once it has its first key/);
+    t.is(result.stderr, '', args.join(' '));
+  }
+  recordServiceEnv(dir, { MONGODB_URL: mongoUrl, MONGODB_DB: uniqueName('cli_help') });
+  t.teardown(() => clearServiceEnv(dir));
+  const unknownOption = cli(['keys', 'list', '--bogus'], dir);
+  t.is(unknownOption.status, 2);
+  t.regex(unknownOption.stderr, /Unknown option '--bogus'[\s\S]*\nusage: /);
+  const unknownCommand = cli(['payments', 'list'], dir);
+  t.is(unknownCommand.status, 2);
+  t.regex(unknownCommand.stderr, /unknown command: payments list\nusage: /);
+});

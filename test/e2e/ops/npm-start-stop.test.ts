@@ -56,18 +56,24 @@ test('Ctrl-C answers the creates in flight before the worker stops, then exits 0
   const key = /Test API key\s+(sk_test_\S+)/.exec(stdout)?.[1];
   t.truthy(key, `npm start printed no test key:\n${stdout}\n${stderr}`);
   t.true(stdout.includes(`(kept in ${dataDir}/default-test-key)`), 'the banner names the data directory in use');
+  t.regex(stdout, /Queue dashboard\s+http:\S+\/admin\/queues\s+\(sign in as user "admin", password: the admin token\)/, 'the banner says how to sign in to the dashboard');
 
+  let answered = 0;
   const creates = Array.from({ length: 40 }, (_, i) =>
     fetch(`http://127.0.0.1:${port}/v1/payment_intents`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
       body: JSON.stringify({ amount: 1000 + i }),
     }).then(
-      async (res) => ({ status: res.status, body: (await res.json()) as { id?: string }, at: performance.now() }),
+      async (res) => {
+        answered++;
+        return { status: res.status, body: (await res.json()) as { id?: string }, at: performance.now() };
+      },
       () => ({ status: 0, body: {} as { id?: string }, at: performance.now() }),
     ),
   );
-  await sleep(300);
+  // Ctrl-C once the creates flow (the first is answered), while most are still in flight.
+  for (let i = 0; i < 600 && answered === 0; i++) await sleep(10);
   const interrupted = performance.now();
   // What a terminal does on Ctrl-C: the signal reaches the start's process group only.
   start.kill('SIGINT');

@@ -76,7 +76,8 @@ test('SIGTERM under a few hundred in-flight creates: every request gets a real a
       await sleep(5);
     }
   })();
-  await sleep(300);
+  // The api has begun its stop, with the late wave coming in, before the worker goes on.
+  await service.api.waitFor(/api stopping/);
   await creates.resume();
 
   t.is(await exit, 0, 'the api exits cleanly');

@@ -12,11 +12,10 @@
  * refund's document was written.
  */
 import test from 'ava';
-import { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
 import { intentTokenKey } from '../../../common/intent-tokens.js';
 import type { PaymentIntentDoc } from '../../../common/documents.js';
-import { Service, sleep, uniqueName, type ApiResponse } from '../../helpers/service.js';
+import { Service, serviceQueue, sleep, uniqueName, type ApiResponse } from '../../helpers/service.js';
 import { mapLimit, retrieve } from '../../helpers/payment-intent-lifecycle.js';
 import { listAllRefunds, paidIntent, refund, waitForRefund } from '../../helpers/refunds.js';
 
@@ -32,7 +31,7 @@ async function untilAnswered(send: () => Promise<ApiResponse>): Promise<ApiRespo
 test('concurrent partial refunds through three workers, one of them killed, never hold more than the amount', async (t) => {
   const service = await Service.start({
     workers: 3,
-    env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '300', WORKER_CONCURRENCY: '16' },
+    env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '300', WORKER_CONCURRENCY: '16' },
   });
   t.teardown(() => service.stop());
   const key = await service.issueKey(uniqueName('race'));
@@ -111,7 +110,7 @@ test('the sweeper re-drives a refund whose next step Redis lost, and a hold whos
   // Lost step: the poll after the operator's "pending" is removed from Redis.
   const res = await refund(service, key, { payment_intent: pi.id, amount: 400 });
   t.is(res.status, 200, res.text);
-  const queue = new Queue(QUEUES.intents, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = serviceQueue(service, QUEUES.intents);
   t.teardown(() => queue.close());
   const jobId = `refund-${res.body.id}-1`;
   for (let i = 0; i < 100 && !(await queue.getJob(jobId)); i++) await sleep(20);

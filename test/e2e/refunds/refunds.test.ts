@@ -6,11 +6,10 @@
  * list's filter and cursors, updates, idempotency, and bad input leaving nothing.
  */
 import test from 'ava';
-import { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
 import { idTime } from '../../../common/ids.js';
 import type { PaymentIntentDoc } from '../../../common/documents.js';
-import { uniqueName } from '../../helpers/service.js';
+import { serviceQueue, uniqueName } from '../../helpers/service.js';
 import { createEndpoint } from '../../helpers/webhook-fixtures.js';
 import { createIntent, listAllEvents, retrieve, waitForDeliveredTypes } from '../../helpers/payment-intent-lifecycle.js';
 import { listAllRefunds, paidIntent, RE, refund, retrieveRefund, waitForRefund, type Refund } from '../../helpers/refunds.js';
@@ -18,7 +17,7 @@ import { useService } from '../../helpers/use-service.js';
 
 const e2e = useService(test, {
   workers: 1,
-  env: { CREATE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100', SIMULATOR_SLOW_DELAY_MS: '5000' },
+  env: { WRITE_TIMEOUT_MS: '30000', SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '100', SIMULATOR_SLOW_DELAY_MS: '5000' },
   receiver: true,
 });
 
@@ -202,7 +201,7 @@ test('bad input gets a clear 4xx and leaves nothing behind: no refund, no hold, 
   t.is(after.rev, before.rev);
   const db = await e2e.service.db();
   t.is(await db.collection('idempotency_records').countDocuments({ project }), 0);
-  const queue = new Queue(QUEUES.writes, { connection: { url: e2e.service.env.REDIS_URL }, prefix: e2e.service.prefix });
+  const queue = serviceQueue(e2e.service, QUEUES.writes);
   try {
     const jobs = await queue.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed']);
     t.deepEqual(jobs.filter((j) => j.name === 'refund.create.v1' && j.data.project === project).map((j) => j.id), []);

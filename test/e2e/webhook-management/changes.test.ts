@@ -9,8 +9,9 @@ import test from 'ava';
 import type { Queue } from 'bullmq';
 import type { WebhookEndpointDoc } from '../../../common/documents.js';
 import { deliveryJobId } from '../../../common/events.js';
+import { QUEUES } from '../../../common/jobs.js';
 import { Receiver } from '../../helpers/receiver.js';
-import { Service, sleep, uniqueName, until } from '../../helpers/service.js';
+import { Service, sleep, uniqueName, until, untilIdle } from '../../helpers/service.js';
 import { createEndpoint, createPaymentIntent, listAttempts, waitDispatched, waitForAttempts } from '../../helpers/webhook-fixtures.js';
 import { assertError, finishedChain, fireRetry, manage, retrieveEndpoint, verifiesWith, WE, webhooksQueue } from '../../helpers/webhook-management.js';
 
@@ -27,6 +28,11 @@ test.before(async () => {
 test.after.always(async () => {
   await Promise.all([service?.stop(), receiver?.close()]);
 });
+
+/** An unguarded failure note is written within this of the failed attempt (a few store round trips). */
+const UNGUARDED_NOTE_MS = 500;
+/** A change that did not wait for the endpoint's lock would have answered within this. */
+const CHANGE_HELD_MS = 1000;
 
 async function endpointDoc(id: string): Promise<WebhookEndpointDoc | null> {
   return (await service.db()).collection<WebhookEndpointDoc>('webhook_endpoints').findOne({ _id: id });
@@ -96,10 +102,10 @@ test("a delivery's failure note and the merchant's change take turns under the e
 
   await createPaymentIntent(service, key);
   await receiver.waitFor(a);
-  await sleep(500);
+  await sleep(UNGUARDED_NOTE_MS);
   t.is((await endpointDoc(endpoint.id))?.failing_since, null, 'the failure is noted only under the lock');
   const update = manage(service, key, 'POST', endpoint.id, '', { body: { url: receiver.url(b) } });
-  t.is(await Promise.race([update.then(() => 'answered'), sleep(1000).then(() => 'waiting')]), 'waiting', 'the change waits for the lock too');
+  t.is(await Promise.race([update.then(() => 'answered'), sleep(CHANGE_HELD_MS).then(() => 'waiting')]), 'waiting', 'the change waits for the lock too');
 
   await redis.del(lockKey);
   const updated = await update;
@@ -146,7 +152,10 @@ test('new enabled_events apply to new events and to the pending retry of an earl
   const after = await receiver.waitFor(path, 3);
   t.is(after[2]!.headers['webhook-id'], third.eventId);
   t.is(typeOf(after[2]!.body), 'payment_intent.created');
-  await sleep(500); // a stray delivery (the first event again, the second one) would have arrived by now
+  // The third event's delivery is over and nothing else is queued: a stray delivery (the
+  // first event again, the second one) would have been made by now.
+  await waitDispatched(service, third.eventId);
+  await untilIdle(service, [QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path).length, 3);
 });
 
@@ -183,7 +192,8 @@ test('a disabled endpoint receives nothing, not even a pending retry; enabled ag
   const deliveries = await receiver.waitFor(path, 2);
   t.is(deliveries[1]!.headers['webhook-id'], fresh.eventId);
   t.deepEqual(verifiesWith(endpoint.secret, deliveries[1]!), { ours: true, standard: true });
-  await sleep(500);
+  await waitDispatched(service, fresh.eventId);
+  await untilIdle(service, [QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path).length, 2, 'what happened while disabled is not sent afterwards');
 });
 
@@ -271,6 +281,7 @@ test('another project\'s endpoint cannot be changed: 404 on every change, and it
 
   t.deepEqual((await retrieveEndpoint(service, owner, endpoint.id)).body, before);
   t.is((await endpointDoc(endpoint.id))?.secret, endpoint.secret, 'the secret was not rotated');
-  await sleep(500);
+  await waitDispatched(service, eventId);
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path).length, 1, 'nothing was sent again');
 });

@@ -5,8 +5,9 @@
  * it goes by the change, whichever worker records it.
  */
 import test from 'ava';
+import { QUEUES } from '../../../common/jobs.js';
 import { Receiver } from '../../helpers/receiver.js';
-import { Service, sleep, uniqueName } from '../../helpers/service.js';
+import { Service, uniqueName, untilIdle } from '../../helpers/service.js';
 import { createEndpoint, createPaymentIntent, waitDispatched } from '../../helpers/webhook-fixtures.js';
 import { manage, verifiesWith } from '../../helpers/webhook-management.js';
 
@@ -50,7 +51,7 @@ test('a created, a deleted and a rotated endpoint apply to the next event, with 
   for (let i = 0; i < 6; i++) last.push((await createPaymentIntent(service, key)).eventId);
   const onB = await receiver.waitFor(b, 12);
   for (const id of last) await waitDispatched(service, id);
-  await sleep(200);
+  await untilIdle(service, [QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(a).length, 14, 'the deleted endpoint got none of the later events');
   for (const delivery of onB.slice(6)) {
     t.deepEqual(verifiesWith(fresh, delivery), { ours: true, standard: true }, 'signed with the new secret');

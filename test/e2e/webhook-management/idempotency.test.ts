@@ -6,10 +6,11 @@
  */
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
+import { QUEUES } from '../../../common/jobs.js';
 import { signWebhook } from '../../../common/webhooks/sign.js';
 import { Receiver } from '../../helpers/receiver.js';
 import type { ApiResponse } from '../../helpers/service.js';
-import { Service, sleep, uniqueName } from '../../helpers/service.js';
+import { Service, uniqueName, untilIdle } from '../../helpers/service.js';
 import { createEndpoint, createPaymentIntent, listAttempts, waitForAttempts } from '../../helpers/webhook-fixtures.js';
 import { assertError, manage, retrieveEndpoint, signaturesOf, WE } from '../../helpers/webhook-management.js';
 
@@ -118,7 +119,7 @@ test('resend: a replay queues nothing again', async (t) => {
   t.is(first.status, 200, first.text);
   await receiver.waitFor(path, 2);
   assertReplay(t, first, await manage(service, key, 'POST', endpoint.id, 'resend', { body: { event: eventId }, idempotencyKey: 'resend-1' }));
-  await sleep(2000); // a second resend would have arrived by now
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]); // a second resend would have been made by now
   t.is(receiver.received(path).length, 2);
   t.is((await listAttempts(service, key, endpoint.id)).length, 2);
 });
@@ -142,7 +143,7 @@ test('recover: a replay queues nothing again', async (t) => {
   t.is(again!.headers['webhook-id'], eventId);
   await waitForAttempts(service, key, endpoint.id, 2);
   assertReplay(t, first, await manage(service, key, 'POST', endpoint.id, 'recover', { body, idempotencyKey: 'recover-1' }));
-  await sleep(2000);
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path).length, 2);
 });
 
@@ -157,7 +158,7 @@ test('test: a replay answers with the first attempt and sends nothing again', as
   assertReplay(t, first, await manage(service, key, 'POST', endpoint.id, 'test', { idempotencyKey: 'test-1' }));
   // An explicit empty body is the same request as none.
   assertReplay(t, first, await manage(service, key, 'POST', endpoint.id, 'test', { body: {}, idempotencyKey: 'test-1' }));
-  await sleep(500);
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path).length, 1, 'one test event');
   t.deepEqual((await listAttempts(service, key, endpoint.id)).map((a) => a.id), [first.body.id]);
 

@@ -6,9 +6,10 @@
  * whatever arrives again was sent by the request under test.
  */
 import test from 'ava';
+import { QUEUES } from '../../../common/jobs.js';
 import type { Received } from '../../helpers/receiver.js';
 import { Receiver } from '../../helpers/receiver.js';
-import { Service, sleep, uniqueName, until } from '../../helpers/service.js';
+import { Service, uniqueName, until, untilIdle } from '../../helpers/service.js';
 import { createEndpoint, createPaymentIntent, listAttempts, waitForAttempts } from '../../helpers/webhook-fixtures.js';
 import { assertError, finishedChain, fireRetry, manage, retrieveEndpoint, verifiesWith, webhooksQueue } from '../../helpers/webhook-management.js';
 
@@ -101,7 +102,7 @@ test('recover re-delivers exactly the events without a successful attempt, once'
   t.is(replay.status, 200);
   t.is(replay.text, recovered.text, 'the first answer, byte for byte');
   t.is(replay.headers.get('idempotent-replayed'), 'true');
-  await sleep(2500); // a second redelivery would need a slot and a POST: well within this
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]); // a second redelivery would have been made by now
   t.is(receiver.received(path).length, seenBefore + 20, 'no event was delivered twice by recover');
   t.is((await listAttempts(service, key, endpoint.id)).length, 43);
 });
@@ -126,7 +127,7 @@ test('recover reaches back only to since: older failures stay as they are', asyn
   t.deepEqual(recovered.body, { object: 'recovery', queued: 1, has_more: false });
   const [, second] = await receiver.waitFor(path, 3).then((all) => all.slice(1));
   t.is(idOf(second!), recent.eventId);
-  await sleep(1000);
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path).length, 3);
   t.false(receiver.received(path).slice(2).map(idOf).includes(old.eventId));
 });
@@ -157,7 +158,7 @@ test('resend delivers one past event again, with the same webhook-id and bytes, 
   t.true(delivered!.body.equals(first!.body));
   t.deepEqual(verifiesWith(later.secret, delivered!), BOTH);
   t.deepEqual(verifiesWith(endpoint.secret, delivered!), { ours: false, standard: false }, 'signed with that endpoint\'s own secret');
-  await sleep(500);
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path).length, 2, 'the first endpoint got nothing from the second resend');
 });
 
@@ -213,7 +214,7 @@ test('resend of an event of another project or mode, or of no event, answers 404
     const res = await manage(service, key, 'POST', endpoint.id, 'resend', { body: { event }, idempotencyKey: `resend-${event}` });
     assertError(t, res, 404, 'resource_missing', 'event');
   }
-  await sleep(1000);
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path).length, 0);
   t.deepEqual(await listAttempts(service, key, endpoint.id), []);
   const records = await (await service.db()).collection('idempotency_records').countDocuments({ project });
@@ -264,7 +265,7 @@ test('test sends webhook_endpoint.test with the endpoint, to this endpoint only,
   t.is(events.status, 200);
   t.deepEqual(events.body.data, [], 'not listed');
   assertError(t, await service.request('GET', `/v1/events/${attempt.event}`, { key }), 404, 'resource_missing', 'id');
-  await sleep(500);
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(`${path}/all`).length, 0, 'an endpoint subscribed to * does not get it');
   t.deepEqual(await listAttempts(service, key, bystander.id), []);
   t.deepEqual((await listAttempts(service, key, endpoint.id)).map((a) => a.id), [attempt.id], 'the attempt is the endpoint\'s');

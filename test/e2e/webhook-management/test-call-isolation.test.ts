@@ -8,7 +8,7 @@
 import test from 'ava';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { withService, type ApiResponse } from '../../helpers/service.js';
+import { until as waitUntil, withService, type ApiResponse } from '../../helpers/service.js';
 
 /** How long the tarpit holds each request before it answers. */
 const HOLD_MS = 8000;
@@ -70,7 +70,7 @@ test("64 test calls at a receiver that holds each for 8 s leave another project'
   const storm = Promise.all(
     Array.from({ length: 64 }, () => service.request('POST', `/v1/webhook_endpoints/${endpoint.body.id}/test`, { key: attacker, body: {} })),
   );
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await waitUntil('the storm to reach the tarpit', () => (hits > 0 ? true : undefined));
   const { durations, statuses, slowest, p95 } = await victimCreates(HOLD_MS);
   const answers: ApiResponse[] = await storm;
 

@@ -10,7 +10,7 @@ import { Queue } from 'bullmq';
 import type { WebhookEndpointDoc } from '../../../common/documents.js';
 import { QUEUES } from '../../../common/jobs.js';
 import { Receiver } from '../../helpers/receiver.js';
-import { Service, sleep, uniqueName } from '../../helpers/service.js';
+import { Service, uniqueName, untilIdle } from '../../helpers/service.js';
 import { createEndpoint, createPaymentIntent, listAttempts } from '../../helpers/webhook-fixtures.js';
 import { assertError, manage, retrieveEndpoint, WE } from '../../helpers/webhook-management.js';
 
@@ -132,7 +132,7 @@ test('refused changes leave no trace: no job, no delivery, no attempt, and their
   t.teardown(() => queue.close());
   const jobs = await queue.getJobs(['waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized']);
   t.deepEqual(jobs.filter((job) => job.data?.project === project && job.data?.target === endpoint.id), [], 'no job was enqueued');
-  await sleep(500);
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path).length, 1, 'nothing was sent');
   t.is((await listAttempts(service, key, endpoint.id)).length, 1);
   t.is((await retrieveEndpoint(service, key, endpoint.id)).text, before);

@@ -30,7 +30,7 @@ test('a worker killed mid-way through a first attempt made in place: the sweeper
   const { service, key, project } = await withService(t, {
     project: 'killed',
     workers: 1,
-    env: { WEBHOOK_RETRY_SCHEDULE_MS: '200,400', WEBHOOK_JITTER: '0', WEBHOOK_SWEEP_INTERVAL_MS: '300', WEBHOOK_SWEEP_AGE_MS: '1000' },
+    env: { WEBHOOK_RETRY_SCHEDULE_MS: '200,400', WEBHOOK_JITTER: '0', WEBHOOK_SWEEP_INTERVAL_MS: '300', WEBHOOK_SWEEP_AGE_MS: '1000', WEBHOOK_TIMEOUT_MS: '3000' },
   });
   const path = `/${project}`;
   receiver.on(path, (n) => (n === 0 ? { hang: true } : { status: 200, body: 'finally' }));

@@ -3,13 +3,12 @@
  * Who receives an event, what a delivery looks like, and that receivers can trust it.
  */
 import test from 'ava';
-import { Queue } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
 import { QUEUES } from '../../../common/jobs.js';
 import type { WebhookEndpointDoc } from '../../../common/documents.js';
 import { verifyWebhook, WebhookVerificationError } from '../../../common/webhooks/verify.js';
 import { deliveryJobId } from '../../../common/events.js';
-import { Service, sleep, uniqueName } from '../../helpers/service.js';
+import { Service, serviceQueue, uniqueName, untilIdle } from '../../helpers/service.js';
 import { createEndpoint, createPaymentIntent, listAttempts, waitDispatched } from '../../helpers/webhook-fixtures.js';
 import { Receiver } from '../../helpers/receiver.js';
 
@@ -44,12 +43,14 @@ test('one create gives one delivery to each matching endpoint and none to the ot
   await waitDispatched(service, eventId);
   await Promise.all([receiver.waitFor(path('all')), receiver.waitFor(path('typed'))]);
 
-  const queue = new Queue(QUEUES.webhooks, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  const queue = serviceQueue(service, QUEUES.webhooks);
   t.teardown(() => queue.close());
   for (const endpoint of [disabled, otherProject, otherMode]) {
     t.is(await queue.getJob(deliveryJobId(eventId, endpoint.id)), undefined, `no delivery job for ${endpoint.url}`);
   }
-  await sleep(500); // a stray delivery would have arrived by now
+  // The event's dispatch finished above with no job for these, and every job that could
+  // make an attempt in place has run: no stray delivery is left to come.
+  await untilIdle(service, [QUEUES.writes, QUEUES.events, QUEUES.webhooks]);
   t.is(receiver.received(path('all')).length, 1);
   t.is(receiver.received(path('typed')).length, 1);
   for (const name of ['disabled', 'other-project']) t.is(receiver.received(path(name)).length, 0, name);
@@ -111,7 +112,7 @@ test('an endpoint created after an event was dispatched does not receive it', as
   const second = await createPaymentIntent(service, key);
   const late = await receiver.waitFor(`/${project}/late`);
   const early = await receiver.waitFor(`/${project}/early`, 2);
-  await sleep(300);
+  await waitDispatched(service, second.eventId); // every delivery of the second event is over
   t.deepEqual(receiver.received(`/${project}/late`).map((r) => r.headers['webhook-id']), [second.eventId]);
   t.deepEqual(new Set(early.map((r) => r.headers['webhook-id'])), new Set([first.eventId, second.eventId]));
   t.is(late.length, 1);

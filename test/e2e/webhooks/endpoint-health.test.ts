@@ -5,7 +5,9 @@
  */
 import test from 'ava';
 import type { WebhookEndpointDoc } from '../../../common/documents.js';
-import { Service, sleep, uniqueName, until } from '../../helpers/service.js';
+import { deliveryJobId } from '../../../common/events.js';
+import { QUEUES } from '../../../common/jobs.js';
+import { Service, serviceQueue, uniqueName, until } from '../../helpers/service.js';
 import { createEndpoint, createPaymentIntent, listAttempts, waitForAttempts } from '../../helpers/webhook-fixtures.js';
 import { Receiver } from '../../helpers/receiver.js';
 
@@ -23,6 +25,19 @@ test.after.always(async () => {
   await Promise.all([service?.stop(), receiver?.close()]);
 });
 
+/** The delivery job's final state: once there, it makes no further attempt. */
+async function deliveryFinished(eventId: string, endpointId: string): Promise<string> {
+  const webhooks = serviceQueue(service, QUEUES.webhooks);
+  try {
+    return await until('the delivery job to finish', async () => {
+      const state = await webhooks.getJobState(deliveryJobId(eventId, endpointId));
+      return state === 'completed' || state === 'failed' ? state : undefined;
+    });
+  } finally {
+    await webhooks.close();
+  }
+}
+
 async function endpointDoc(id: string): Promise<WebhookEndpointDoc | null> {
   return (await service.db()).collection<WebhookEndpointDoc>('webhook_endpoints').findOne({ _id: id });
 }
@@ -33,7 +48,7 @@ test('an endpoint whose deliveries have all failed for the disable period is dis
   const path = `/${project}`;
   receiver.on(path, () => ({ status: 500 }));
   const endpoint = await createEndpoint(service, key, receiver.url(path));
-  await createPaymentIntent(service, key);
+  const { eventId } = await createPaymentIntent(service, key);
 
   const disabled = await until('the endpoint to be disabled', async () => {
     const res = await service.request('GET', `/v1/webhook_endpoints/${endpoint.id}`, { key });
@@ -45,7 +60,7 @@ test('an endpoint whose deliveries have all failed for the disable period is dis
   t.is(typeof doc?.failing_since, 'number');
   const attempts = (await listAttempts(service, key, endpoint.id)).length;
   t.is(attempts, 2, 'disabled on the first failure past the period');
-  await sleep(2500);
+  t.is(await deliveryFinished(eventId, endpoint.id), 'failed', 'the delivery gave up: no retry is left');
   t.is(receiver.received(path).length, attempts, 'no attempt after disabling');
 });
 
@@ -70,11 +85,11 @@ test('an endpoint disabled while a retry is pending gets no further attempt', as
   const path = `/${project}`;
   receiver.on(path, () => ({ status: 500 }));
   const endpoint = await createEndpoint(service, key, receiver.url(path));
-  await createPaymentIntent(service, key);
+  const { eventId } = await createPaymentIntent(service, key);
   await waitForAttempts(service, key, endpoint.id, 1);
   const db = await service.db();
   await db.collection<WebhookEndpointDoc>('webhook_endpoints').updateOne({ _id: endpoint.id }, { $set: { status: 'disabled', disabled_reason: 'test' } });
-  await sleep(3500);
+  t.is(await deliveryFinished(eventId, endpoint.id), 'completed', 'the pending retry ran, found the endpoint disabled and ended');
   t.is(receiver.received(path).length, 1);
   t.is((await listAttempts(service, key, endpoint.id)).length, 1);
 });

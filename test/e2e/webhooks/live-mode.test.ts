@@ -7,8 +7,8 @@ import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
 import test from 'ava';
 import { isForbiddenAddress } from '../../../common/net.js';
-import { Service, sleep, uniqueName } from '../../helpers/service.js';
-import { createEndpoint, createPaymentIntent, waitForAttempts } from '../../helpers/webhook-fixtures.js';
+import { Service, uniqueName } from '../../helpers/service.js';
+import { createEndpoint, createPaymentIntent, waitDispatched, waitForAttempts } from '../../helpers/webhook-fixtures.js';
 import { Receiver } from '../../helpers/receiver.js';
 
 let service: Service;
@@ -52,7 +52,7 @@ test('a live-mode endpoint whose name resolves to a loopback address is refused 
   for (const attempt of attempts) {
     t.like(attempt, { event: eventId, succeeded: false, http_status: null, error: 'address_refused', response_body: null });
   }
-  await sleep(300);
+  await waitDispatched(service, eventId); // the schedule used up: the delivery is over
   t.is(receiver.received(path).length, 0, 'no request reached the receiver');
   t.false(receiver.requests.some((r) => r.headers['webhook-id'] === eventId));
 });

@@ -4,7 +4,7 @@
  */
 import test from 'ava';
 import { verifyWebhook } from '../../../common/webhooks/verify.js';
-import { Service, sleep, uniqueName, until } from '../../helpers/service.js';
+import { Service, uniqueName, until } from '../../helpers/service.js';
 import { createEndpoint, createPaymentIntent, listAttempts, waitDispatched, waitForAttempts } from '../../helpers/webhook-fixtures.js';
 import { Receiver } from '../../helpers/receiver.js';
 
@@ -53,7 +53,7 @@ test('a receiver that answers 500 twice then 200 is delivered on the third attem
     'newest first',
   );
   t.true(attempts.every((a) => a.event === eventId && a.webhook_endpoint === endpoint.id && a.duration_ms >= 0 && a.created > 0));
-  await sleep(1500); // past the next scheduled retry: a delivered event is not sent again
+  await waitDispatched(service, eventId); // its delivery finished: a delivered event is not sent again
   t.is(receiver.received(path).length, 3);
 
   const page1 = await listAttempts(service, key, endpoint.id, 'limit=2');
@@ -73,9 +73,9 @@ test('a receiver that never succeeds gets the first attempt and every scheduled 
   const path = `/${project}`;
   receiver.on(path, () => ({ status: 502 }));
   const endpoint = await createEndpoint(service, key, receiver.url(path));
-  await createPaymentIntent(service, key);
+  const { eventId } = await createPaymentIntent(service, key);
   const attempts = await waitForAttempts(service, key, endpoint.id, 4);
-  await sleep(2000);
+  await waitDispatched(service, eventId); // the schedule used up: the delivery is over
   t.is(receiver.received(path).length, 4, 'one attempt and three retries');
   t.deepEqual(attempts.map((a) => a.attempt), [4, 3, 2, 1]);
   const fetched = await service.request('GET', `/v1/webhook_endpoints/${endpoint.id}`, { key });
@@ -103,7 +103,7 @@ test('a 410 Gone disables the endpoint at once: no retry, and no further deliver
   const path = `/${project}`;
   receiver.on(path, () => ({ status: 410, body: 'gone' }));
   const endpoint = await createEndpoint(service, key, receiver.url(path));
-  await createPaymentIntent(service, key);
+  const first = await createPaymentIntent(service, key);
   const [attempt] = await waitForAttempts(service, key, endpoint.id, 1);
   t.like(attempt, { attempt: 1, http_status: 410, error: 'http_error', succeeded: false });
   const disabled = await until('the endpoint to be disabled', async () => {
@@ -113,8 +113,9 @@ test('a 410 Gone disables the endpoint at once: no retry, and no further deliver
   t.is(disabled.status, 'disabled');
 
   const later = await createPaymentIntent(service, key);
+  // Both events' deliveries are over (the first gave up on the 410): nothing is left to arrive.
+  await waitDispatched(service, first.eventId);
   await waitDispatched(service, later.eventId);
-  await sleep(1500);
   t.is(receiver.received(path).length, 1);
   t.is((await listAttempts(service, key, endpoint.id)).length, 1);
 });

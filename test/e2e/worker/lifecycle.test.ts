@@ -9,7 +9,7 @@ import { sleep, withService } from '../../helpers/service.js';
 
 test('with no worker: 503 processing_timeout; once a worker runs, the object exists exactly once', async (t) => {
   // Admission control off: with no worker the queue only grows, and every create must reach the wait.
-  const { service, key, project } = await withService(t, { project: 'no-worker', workers: 0, env: { CREATE_TIMEOUT_MS: '800', CREATE_ADMISSION_WAIT_MS: '0' } });
+  const { service, key, project } = await withService(t, { project: 'no-worker', workers: 0, env: { WRITE_TIMEOUT_MS: '800', CREATE_ADMISSION_WAIT_MS: '0' } });
 
   const keyed = await service.request('POST', '/v1/payment_intents', {
     key, body: { amount: 7 }, headers: { 'Idempotency-Key': 'wait-for-me' },
@@ -48,7 +48,7 @@ test('with no worker: 503 processing_timeout; once a worker runs, the object exi
 
 test('SIGTERM to a worker with jobs in flight: it finishes them and exits 0; nothing is lost or duplicated', async (t) => {
   const { service, key, project } = await withService(t, {
-    project: 'sigterm-worker', workers: 1, env: { CREATE_TIMEOUT_MS: '20000', WORKER_CONCURRENCY: '10' },
+    project: 'sigterm-worker', workers: 1, env: { WRITE_TIMEOUT_MS: '20000', WORKER_CONCURRENCY: '10' },
   });
   const queue = new Queue(QUEUES.writes, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
   t.teardown(() => queue.close());

@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import { startRedisServer } from '../../helpers/redis-server.js';
-import { sleep, withService } from '../../helpers/service.js';
+import { until, withService } from '../../helpers/service.js';
 
 function isJson(line: string): boolean {
   try {
@@ -26,7 +26,8 @@ test('a worker started while Redis is away logs every error as a JSON line, and 
   await redis.stop();
   const starting = service.startWorker();
   starting.catch(() => undefined);
-  await sleep(3000);
+  const spawned = service.workers.at(-1)!;
+  await until('the worker to meet Redis away', () => (spawned.output.some((line) => /ECONNREFUSED/.test(line)) ? true : undefined));
   await redis.restart();
   const worker = await starting;
 

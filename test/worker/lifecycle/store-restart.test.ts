@@ -11,7 +11,7 @@ import { IdGenerator } from '../../../common/ids.js';
 import { openQueue, QUEUES, type TypedQueue } from '../../../common/jobs.js';
 import { decideCancel } from '../../../worker/lifecycle/decide.js';
 import { transition, type Mutation, type TransitionDeps } from '../../../worker/lifecycle/transition.js';
-import type { Gate } from '../../../worker/lifecycle/write-gate.js';
+import type { Gate } from '../../../worker/write-gate.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
 import { FencedUpdates } from '../../../worker/fenced-updates.js';
 import { STORE_PROFILES } from '../../../common/store-profile.js';

@@ -12,12 +12,13 @@ import { IdGenerator } from '../../../common/ids.js';
 import { openQueue, QUEUES, type TypedQueue } from '../../../common/jobs.js';
 import { decideCancel, type Decision } from '../../../worker/lifecycle/decide.js';
 import { transition, type Mutation, type TransitionDeps } from '../../../worker/lifecycle/transition.js';
-import type { Gate } from '../../../worker/lifecycle/write-gate.js';
+import type { Gate } from '../../../worker/write-gate.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
 import { FencedUpdates } from '../../../worker/fenced-updates.js';
 import { STORE_PROFILES } from '../../../common/store-profile.js';
 import { FakeClock, openStack, type Stack } from '../../helpers/in-process.js';
 import { uniqueName } from '../../helpers/service.js';
+import { intentLockKey } from '../../../worker/record-lock.js';
 
 let stack: Stack;
 let eventsQueue: TypedQueue<'events'>;
@@ -161,7 +162,7 @@ test('without the capability, a lock that Redis forgot and gave back: both worke
   // the lock (a rollback), worker B takes it and applies the same cancel in full,
   // then the rollback's state gives A its lock back: A's fence passes and A writes too.
   let w: Awaited<ReturnType<typeof world>> | null = null;
-  const lockKey = () => `${stack.config.queuePrefix}:intent-lock:${w!.id}`;
+  const lockKey = () => intentLockKey(stack.config.queuePrefix, w!.id);
   w = await world(false, async () => undefined, async () => {
     const held = await stack.redis.get(lockKey());
     await stack.redis.del(lockKey());

@@ -10,7 +10,7 @@ import { MongoClient, type Db } from 'mongodb';
 import type { MpesaConfig } from '../../../common/config.js';
 import { OperatorUnavailableError, isInfrastructureError } from '../../../common/infra-errors.js';
 import { OperatorRequestError, type PaymentAttemptRequest, type RefundRequest } from '../../../worker/operators/connector.js';
-import { MPESA_COLLECTIONS, mpesaCallbackToken, mpesaTokenValid, recordReversalResult, recordStkCallback, recordTransactionStatus } from '../../../worker/operators/mpesa/callbacks.js';
+import { MPESA_COLLECTIONS, mpesaCallbackToken, mpesaTokenValid, recordB2cResult, recordReversalResult, recordStkCallback, recordTransactionStatus } from '../../../worker/operators/mpesa/callbacks.js';
 import { mpesaConnector } from '../../../worker/operators/mpesa/connector.js';
 import { FakeServer } from '../../fakes/fake-server.js';
 import { MpesaFake } from '../../fakes/mpesa-fake.js';
@@ -299,4 +299,29 @@ test.serial("callback tokens are keyed with the service key, not the consumer se
   t.false(mpesaTokenValid(Buffer.from(credentials.consumerSecret), request.attemptId, token), 'not keyed with the consumer secret');
   // Nothing of Daraja's credentials is in it: a callback in flight verifies whatever they become.
   t.deepEqual(await recordStkCallback(db, KEY, { attempt: request.attemptId, t: token }, fake.stkCallback(push)), { attemptId: request.attemptId });
+});
+
+test.serial("a Result that outruns the recording of Daraja's answer is kept; once the answer is recorded, another conversation's is not", async (t) => {
+  const requests = db.collection<{ _id: string; created_at: number; operator_id?: string }>(MPESA_COLLECTIONS.requests);
+  const results = db.collection<{ _id: string; operator_id?: string; result_code: string }>(MPESA_COLLECTIONS.results);
+  const payout = uniqueName('po');
+  const refund = uniqueName('re');
+  const declined = (conversation: string) => ({ Result: { ResultType: 0, ResultCode: 2040, ConversationID: conversation, OriginatorConversationID: conversation, TransactionID: 'QK00000000' } });
+  const b2c = (body: unknown) => recordB2cResult(db, KEY, { payout, t: mpesaCallbackToken(KEY, payout) }, body);
+  const reversal = (body: unknown) => recordReversalResult(db, KEY, { refund, t: mpesaCallbackToken(KEY, refund) }, body);
+
+  t.is(await b2c(declined('AG_1')), null, 'no claim: we sent no such request');
+  t.is(await reversal(declined('AG_1')), null, 'no claim: we sent no such reversal');
+  await requests.insertMany([{ _id: `b2c:${payout}`, created_at: Date.now() }, { _id: `reversal:${refund}`, created_at: Date.now() }]);
+  t.is(await b2c({ Result: { ResultCode: 2040 } }), null, 'a Result without a conversation');
+  t.deepEqual(await b2c(declined('AG_1')), { payoutId: payout }, 'claimed, its answer not yet recorded: the Result is kept');
+  t.deepEqual(await reversal(declined('AG_2')), { refundId: refund });
+  t.like(await results.findOne({ _id: `b2c:${payout}` }), { operator_id: 'AG_1', result_code: '2040' });
+  t.like(await results.findOne({ _id: `reversal:${refund}` }), { operator_id: 'AG_2', result_code: '2040' });
+
+  const later = uniqueName('po');
+  await requests.insertOne({ _id: `b2c:${later}`, created_at: Date.now(), operator_id: 'AG_3' });
+  t.is(await recordB2cResult(db, KEY, { payout: later, t: mpesaCallbackToken(KEY, later) }, declined('AG_4')), null, "the answer recorded: another conversation's Result is ignored");
+  t.is(await results.findOne({ _id: `b2c:${later}` }), null);
+  t.deepEqual(await recordB2cResult(db, KEY, { payout: later, t: mpesaCallbackToken(KEY, later) }, declined('AG_3')), { payoutId: later });
 });

@@ -12,7 +12,10 @@ import { mtnMomoConnector } from '../../../worker/operators/mtn-momo/connector.j
 import { mtnReferenceId } from '../../../worker/operators/mtn-momo/wire.js';
 import { FakeServer } from '../../fakes/fake-server.js';
 import { MtnMomoFake } from '../../fakes/mtn-momo-fake.js';
-import { stackUrls, uniqueName } from '../../helpers/service.js';
+import { sleep, stackUrls, uniqueName } from '../../helpers/service.js';
+
+/** How long a refresh is watched to show that it does NOT ask for a token while another process holds the lock (it polls every 10 to 40 ms). */
+const STILL_WAITING_MS = 150;
 
 const collection = { subscriptionKey: 'col-sub-key-1234', userId: '0efc4721-b2ec-409c-bcd4-429b4cb8e8e5', apiKey: 'col-api-key-secret-5678' };
 const disbursement = { subscriptionKey: 'dis-sub-key-1234', userId: '9f92971b-cd2e-4feb-9053-0b14d53ac4f5', apiKey: 'dis-api-key-secret-5678' };
@@ -162,11 +165,14 @@ test.serial('the token is cached until shortly before it expires, refreshed afte
 test.serial('a token refresh waits while another process holds the refresh lock', async (t) => {
   const prefix = uniqueName('lock');
   const mtn = mtnMomoConnector(config(), { redis, db: mongo.db('unused'), prefix, now: Date.now, timeoutMs: 2000, callbackKey: async () => Buffer.alloc(32) });
-  await redis.set(`${prefix}:operator-token-lock:mtn_momo:${config().targetEnvironment}:collection`, 'another process', 'PX', 400);
+  // Held until this test lets it go, so that no clock decides the order on a busy machine.
+  const lockKey = `${prefix}:operator-token-lock:mtn_momo:${config().targetEnvironment}:collection`;
+  await redis.set(lockKey, 'another process', 'PX', 30_000);
   const before = fake.tokensIssued;
   const pending = mtn.outcome(attempt().attemptId);
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  await sleep(STILL_WAITING_MS);
   t.is(fake.tokensIssued, before, 'no token asked while the other holds the lock');
+  await redis.del(lockKey);
   t.deepEqual(await pending, { kind: 'not_found' });
   t.is(fake.tokensIssued, before + 1);
 });

@@ -9,9 +9,9 @@ import test from 'ava';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { decodeEntry, idempotentJobId, redisKey, requestFingerprint, scopeHash } from '../../../common/idempotency.js';
-
+import { errors } from '../../../common/errors.js';
 import { IdGenerator } from '../../../common/ids.js';
-import { openQueue, QUEUES, resultsChannel, type CreateJobResult, type CreatePaymentIntentData, type CreateResultMessage, type DispatchEventData, type Scope, type TypedQueue } from '../../../common/jobs.js';
+import { openQueue, QUEUES, resultsChannel, type WriteJobResult, type CreatePaymentIntentData, type WriteResultMessage, type DispatchEventData, type Scope, type TypedQueue } from '../../../common/jobs.js';
 import { createdEventId, dispatchJobId, PAYMENT_INTENT_CREATED } from '../../../common/events.js';
 import { markScopeHooked } from '../../../worker/webhooks/subscriptions.js';
 import { createRedis } from '../../../common/redis.js';
@@ -31,13 +31,13 @@ let stack: Stack;
 let subscriber: Redis;
 let eventsQueue: TypedQueue<'events'>;
 let intentsQueue: TypedQueue<'intents'>;
-const published = new Map<string, CreateResultMessage[]>();
+const published = new Map<string, WriteResultMessage[]>();
 
 test.before(async () => {
   stack = await openStack();
   subscriber = createRedis(stack.config.redisUrl, 'patient', 'test-results');
   subscriber.on('message', (_channel: string, raw: string) => {
-    const message = JSON.parse(raw) as CreateResultMessage;
+    const message = JSON.parse(raw) as WriteResultMessage;
     published.set(message.jobId, [...(published.get(message.jobId) ?? []), message]);
   });
   await subscriber.subscribe(resultsChannel(stack.config.queuePrefix));
@@ -92,7 +92,7 @@ function world(options: { fanOut?: (event: DispatchEventData) => Promise<unknown
       };
       return { id: idempotency ? idempotentJobId(idempotency.scopeHash) : id, data } as Job<CreatePaymentIntentData>;
     },
-    run: (job: Job<CreatePaymentIntentData>): Promise<CreateJobResult> => createPaymentIntent(deps, job),
+    run: (job: Job<CreatePaymentIntentData>): Promise<WriteJobResult> => createPaymentIntent(deps, job),
     stored: () => stack.mongo.collections.paymentIntents.find({ project: scope.project }).sort({ _id: 1 }).toArray(),
   };
 }
@@ -101,7 +101,7 @@ function world(options: { fanOut?: (event: DispatchEventData) => Promise<unknown
  * The nth answer published under a job id (what the waiting api request sends). Jobs
  * for one key share their job id, as the api makes them.
  */
-function answer(job: Job, n = 1): Promise<CreateResultMessage> {
+function answer(job: Job, n = 1): Promise<WriteResultMessage> {
   return until(`answer ${n} of ${job.id}`, () => published.get(String(job.id))?.[n - 1], 5000);
 }
 
@@ -199,7 +199,12 @@ test('a second job with the same key and another request is idempotency_key_reus
   t.deepEqual(await w.run(other), { ok: false, id: null, status: 400 });
   const sent = await answer(other, 2);
   t.is(sent.status, 400);
-  t.like(JSON.parse(sent.body).error, { type: 'idempotency_error', code: 'idempotency_key_reused', request_id: other.data.requestId });
+  t.like(JSON.parse(sent.body).error, {
+    type: 'idempotency_error',
+    code: 'idempotency_key_reused',
+    message: errors.idempotencyKeyReused().message,
+    request_id: other.data.requestId,
+  });
   t.deepEqual((await w.stored()).map((doc) => doc._id), [first.data.id]);
   const cached = decodeEntry(await stack.redis.get(redisKey(stack.config.queuePrefix, first.data.idempotency!.scopeHash)));
   t.like(cached, { s: 'done', fp: first.data.idempotency?.fingerprint }, 'the key still answers the first request');

@@ -41,6 +41,21 @@ test('refusals: status, nothing left, too large, operator support, live connecto
   t.is(code(intent({ livemode: true }), null, new Set(['mtn_momo'])), null);
 });
 
+test('refusals show amounts in the intent\'s currency, with the minor units a request is written in', (t) => {
+  const message = (doc: PaymentIntentDoc, amount: number | null) => {
+    const d = decideHold(doc, amount, none);
+    return d.kind === 'refuse' ? d.detail.message : null;
+  };
+  t.is(message(intent({ amount: 5000, amount_held: 1500 }), 4000), 'Refund amount 4 000 XOF is greater than what remains refundable of PaymentIntent pi_1: 3 500 XOF of 5 000 XOF.');
+  t.is(
+    message(intent({ amount: 1050, currency: 'ghs', amount_held: 1050 }), null),
+    'PaymentIntent pi_1 has already been refunded in full (its succeeded and pending refunds hold all of 10.50 GHS (1050)).',
+  );
+  const mpesa = intent({ amount: 123456, currency: 'kes', payment: { operator: 'mpesa', phone_number: null, phone_masked: 'x', return_url: null, checkout_token: null } });
+  t.is(message(mpesa, 500), 'mpesa refunds only a whole payment: refund all of 1 234.56 KES (123456), or nothing.');
+  t.is(message({ ...mpesa, amount_held: 100 }, 123456), 'Refund amount 1 234.56 KES (123456) is greater than what remains refundable of PaymentIntent pi_1: 1 233.56 KES (123356) of 1 234.56 KES (123456).');
+});
+
 test('a success adds to amount_refunded and keeps the hold; a failure releases it; an ended refund changes nothing', (t) => {
   const entry: RefundLedgerEntry = { id: 're_1', m: 're_1', amount: 300, status: 'pending', c: 0, reason: null, ev: { created: 'evt_1' } };
   const doc = intent({ amount_held: 500, amount_refunded: 200, refunds_pending: 1, refunds: [entry] });
@@ -72,3 +87,4 @@ test("the refund simulator answers by the payment number's last three digits", a
   now += 60_000;
   t.is((await ask('+225*******021')).kind, 'succeeded');
 });
+

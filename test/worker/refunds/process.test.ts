@@ -15,7 +15,7 @@ import { resolveStoreProfile } from '../../../common/store-profile.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
 import { FencedUpdates } from '../../../worker/fenced-updates.js';
 import { STORE_PROFILES } from '../../../common/store-profile.js';
-import { WriteGate } from '../../../worker/lifecycle/write-gate.js';
+import { WriteGate } from '../../../worker/write-gate.js';
 import type { OperatorConnector, RefundRequest, RefundResult } from '../../../worker/operators/connector.js';
 import { OperatorUnavailableError } from '../../../common/infra-errors.js';
 import { OperatorConnectors } from '../../../worker/operators/registry.js';
@@ -56,6 +56,8 @@ function connector(answers: { refund: () => Promise<RefundResult>; outcome?: () 
       return (answers.outcome ?? answers.refund)();
     },
     withdraw: async () => ({ kind: 'cannot' }),
+    payout: async () => ({ kind: 'pending' }),
+    payoutOutcome: async () => ({ kind: 'pending' }),
     probe: async () => undefined,
   };
   return { impl, asked };

@@ -12,6 +12,13 @@ import { stackUrls, uniqueName } from '../../helpers/service.js';
 const LEASE_MS = 300;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// Waiting past a lease or a forget time is what these tests are about.
+/** Three leases: a slot still held then was renewed. */
+const RENEWED_PAST_MS = LEASE_MS * 3;
+/** Two leases: a slot not renewed has expired by then. */
+const PAST_A_LEASE_MS = LEASE_MS * 2;
+/** Past the waiters' forgetMs (400 ms in that test). */
+const PAST_FORGET_MS = 600;
 
 function connect(): Redis {
   return new Redis(stackUrls().redisUrl, { maxRetriesPerRequest: 1 });
@@ -31,13 +38,13 @@ test('a held slot outlives its lease while renewed; a holder that stops renewing
 
   const slot = await holder.acquire('we_1');
   t.truthy(slot);
-  await sleep(LEASE_MS * 3);
+  await sleep(RENEWED_PAST_MS);
   t.is(await other.acquire('we_1'), null, 'renewed: still held after three leases');
   t.truthy(await other.acquire('we_2'), 'another endpoint has slots of its own');
 
   // The holder dies: its connection goes, and no renewal reaches Redis any more.
   holderRedis.disconnect();
-  await sleep(LEASE_MS * 2);
+  await sleep(PAST_A_LEASE_MS);
   const taken = await other.acquire('we_1');
   t.truthy(taken, 'free again once the lease ran out');
   await taken?.release();
@@ -57,8 +64,8 @@ test('release frees the slot and stops the renewal', async (t) => {
   await a?.release();
   const c = await slots.acquire('we_1');
   t.truthy(c);
-  await sleep(LEASE_MS * 2);
-  t.is(await redis.zcard(`${prefix}:webhook-slots:we_1`), 2, 'the two slots still held are renewed, the released one is gone');
+  await sleep(PAST_A_LEASE_MS);
+  t.is(await redis.zcard(`${prefix}:webhook-slots:{we_1}`), 2, 'the two slots still held are renewed, the released one is gone');
 });
 
 test('a delivery that finds no slot is counted as waiting until it takes one; one never seen again is forgotten', async (t) => {
@@ -78,9 +85,9 @@ test('a delivery that finds no slot is counted as waiting until it takes one; on
   await held?.release();
   const next = await slots.acquire('we_1', 'job-b');
   t.truthy(next);
-  t.deepEqual((await redis.zrange(`${prefix}:webhook-waiters:we_1`, '0', '-1')).sort(), ['job-c', 'job-d'], 'the one with a slot waits no more');
+  t.deepEqual((await redis.zrange(`${prefix}:webhook-waiters:{we_1}`, '0', '-1')).sort(), ['job-c', 'job-d'], 'the one with a slot waits no more');
 
-  await sleep(600);
+  await sleep(PAST_FORGET_MS);
   t.is(await slots.waiting('we_1', 'job-f'), 1, 'waiters not seen again within forgetMs are forgotten');
   await next?.release();
 });

@@ -18,9 +18,9 @@ import { InsertBatcher } from '../../../worker/group-commit.js';
 import { dispatchEvent, type DispatchDeps } from '../../../worker/processors/dispatch-event.js';
 import { EndpointDirectory } from '../../../worker/webhooks/endpoint-directory.js';
 import { sweepEvents } from '../../../worker/processors/sweep-events.js';
-import { WriteGate } from '../../../worker/lifecycle/write-gate.js';
+import { WriteGate } from '../../../worker/write-gate.js';
 import { endpointSlots } from '../../../worker/webhooks/endpoint-slots.js';
-import { FirstAttempts, priorAttempts, type FirstAttemptDeps } from '../../../worker/webhooks/first-attempt.js';
+import { firstAttemptBoundMs, firstAttemptKey, FirstAttempts, priorAttempts, type FirstAttemptDeps } from '../../../worker/webhooks/first-attempt.js';
 import { PendingEvents } from '../../../worker/webhooks/pending-events.js';
 import { openStack, type Stack } from '../../helpers/in-process.js';
 import { Receiver } from '../../helpers/receiver.js';
@@ -248,4 +248,37 @@ test.serial('an event recorded again (a re-run job) is not delivered again where
   t.like(swept, { requeued: 0, released: 1 });
   t.false(await outboxHas(event.id));
   t.is(receiver.received(path).length, 1, 'delivered once');
+});
+
+test.serial('the sweeper leaves a first attempt that is running alone, and re-enqueues one whose process died (its mark older than any attempt runs)', async (t) => {
+  const { first, pending, deps } = setUp(t);
+  const path = `/${uniqueName('running')}`;
+  receiver.on(path, () => ({ hang: true }));
+  const { endpoint, event } = await eventFor(pending, path);
+  const sweep = () => sweepEvents({ ...deps, queriesUseIndexes: false }, { nowMs: Date.now() + 1, ageMs: 0, budgetMs: 5000 });
+
+  // The POST is out and no job exists yet: the sweep sends nothing beside it.
+  first.take(event, [endpoint]);
+  await receiver.waitFor(path);
+  t.like(await sweep(), { requeued: 0, released: 0 });
+  await first.drain();
+  const job = await queue.getJob(deliveryJobId(event.id, endpoint._id));
+  t.like(job?.data, { prior: 1 }, 'the chain goes on in the failed attempt\'s job, on its schedule');
+  t.is(await job!.getState(), 'delayed');
+
+  // Redis loses that job: the chain was the job's, so the sweep sends it again at once.
+  await job!.remove();
+  t.like(await sweep(), { requeued: 1 });
+  const requeued = await queue.getJob(deliveryJobId(event.id, endpoint._id));
+  t.truthy(requeued, 'its delivery re-enqueued');
+
+  // A process that died mid-attempt leaves only its mark: young, the attempt may still
+  // be running and nothing is sent; older than any attempt runs, it is sent again.
+  await requeued!.remove();
+  const mark = firstAttemptKey(deps.prefix, event.id, endpoint._id);
+  await stack.redis.set(mark, `started:${Date.now()}`);
+  t.like(await sweep(), { requeued: 0 });
+  await stack.redis.set(mark, `started:${Date.now() - firstAttemptBoundMs(deps.config.timeoutMs) - 1000}`);
+  t.like(await sweep(), { requeued: 1 });
+  t.truthy(await queue.getJob(deliveryJobId(event.id, endpoint._id)));
 });

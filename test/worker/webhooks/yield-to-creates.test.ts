@@ -7,7 +7,10 @@ import test from 'ava';
 import { Queue } from 'bullmq';
 import { createLogger } from '../../../common/logger.js';
 import { yieldToCreates } from '../../../worker/webhooks/yield-to-creates.js';
-import { stackUrls, uniqueName, until } from '../../helpers/service.js';
+import { sleep, stackUrls, uniqueName, until } from '../../helpers/service.js';
+
+/** Six of the watcher's checks (every 50 ms): long enough for a wrong change to show. */
+const NO_CHANGE_WINDOW_MS = 300;
 
 test('the delivery concurrency drops while creates queue up, and comes back when they drain', async (t) => {
   const creates = new Queue('writes', { connection: { url: stackUrls().redisUrl }, prefix: uniqueName('yield') });
@@ -20,7 +23,8 @@ test('the delivery concurrency drops while creates queue up, and comes back when
   });
 
   await creates.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'c', data: { i } })));
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Several of its checks (every intervalMs, 50) must see the 3 and leave the concurrency alone.
+  await sleep(NO_CHANGE_WINDOW_MS);
   t.is(deliveries.concurrency, 50, 'as many creates waiting as the backlog allows: no change');
 
   await creates.add('c', { i: 3 });

@@ -9,8 +9,8 @@
  * What a genuine callback says is kept in MongoDB (`mpesa_results`), never the phone
  * number: an STK callback's receipt (for reversals), a reversal's `Result`, a
  * Transaction Status `Result`. A payment's outcome still comes from the STK query.
- * A reversal `Result` is matched to its conversation: one whose
- * `OriginatorConversationID` is not the one Daraja gave for that refund is ignored.
+ * A reversal or B2C `Result` is matched to its conversation: one whose id is not the
+ * one Daraja gave for that request is ignored (`claimedConversation`).
  * Pure but for the inserts; it imports only common/, so the api may use it.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -148,19 +148,52 @@ export async function recordReversalResult(
   const result = field(body, 'Result');
   const resultCode = text(result, 'ResultCode');
   if (resultCode === undefined) return null;
-  const claim = await db.collection<{ _id: string; operator_id?: string }>(MPESA_COLLECTIONS.requests).findOne({ _id: `reversal:${refundId}` });
-  if (!claim?.operator_id || claim.operator_id !== text(result, 'OriginatorConversationID')) return null;
+  const conversation = await claimedConversation(db, `reversal:${refundId}`, text(result, 'OriginatorConversationID'));
+  if (!conversation) return null;
   const transactionId = text(result, 'TransactionID');
   const doc: ResultDoc = {
     _id: `reversal:${refundId}`,
     subject: refundId,
     result_code: resultCode,
-    ...(text(result, 'OriginatorConversationID') ? { operator_id: text(result, 'OriginatorConversationID') } : {}),
+    operator_id: conversation,
     ...(transactionId ? { receipt: transactionId } : {}),
     received_at: now,
   };
   await insertIgnoringDuplicate(db, doc);
   return { refundId };
+}
+
+/**
+ * Records a genuine B2C `Result` (`POST {ResultURL}?payout=…&t=…`, DESIGN section
+ * 17) and returns the payout it names; null for a forged, malformed or unmatched one:
+ * its `ConversationID` must be the one Daraja gave when it accepted that payout's
+ * request (the connector's claim). Kept as `b2c:<payout>`, with the transaction's id.
+ */
+export async function recordB2cResult(
+  db: Db,
+  key: CallbackKeys,
+  params: { payout?: string | null; t?: string | null },
+  body: unknown,
+  now: number = Date.now(),
+): Promise<{ payoutId: string } | null> {
+  const payoutId = params.payout;
+  if (!payoutId || !tokenMatches(key, payoutId, params.t)) return null;
+  const result = field(body, 'Result');
+  const resultCode = text(result, 'ResultCode');
+  if (resultCode === undefined) return null;
+  const conversation = await claimedConversation(db, `b2c:${payoutId}`, text(result, 'ConversationID'));
+  if (!conversation) return null;
+  const transactionId = text(result, 'TransactionID');
+  const doc: ResultDoc = {
+    _id: `b2c:${payoutId}`,
+    subject: payoutId,
+    result_code: resultCode,
+    operator_id: conversation,
+    ...(transactionId ? { receipt: transactionId } : {}),
+    received_at: now,
+  };
+  await insertIgnoringDuplicate(db, doc);
+  return { payoutId };
 }
 
 /**
@@ -178,7 +211,7 @@ export async function recordTransactionStatus(
   now: number = Date.now(),
 ): Promise<{ subject: string } | null> {
   const subject = params.status;
-  if (!subject || !/^(stk|reversal):/.test(subject) || !tokenMatches(key, `status:${subject}`, params.t)) return null;
+  if (!subject || !/^(stk|reversal|b2c):/.test(subject) || !tokenMatches(key, `status:${subject}`, params.t)) return null;
   const result = field(body, 'Result');
   const resultCode = text(result, 'ResultCode');
   if (resultCode === undefined) return null;
@@ -196,6 +229,23 @@ export async function recordTransactionStatus(
   };
   await db.collection<ResultDoc>(MPESA_COLLECTIONS.results).replaceOne({ _id: doc._id }, doc, { upsert: true });
   return { subject };
+}
+
+/**
+ * The conversation a `Result` is kept under, or null when it is not the claimed
+ * request's: there must be a claim (`claimId`, we sent that request), and the id
+ * Daraja gave when it accepted the request, once the connector has recorded it, must
+ * be the `Result`'s. Daraja calls back as soon as it has decided, which can be before
+ * the connector has recorded that answer (or when the answer was lost): then the
+ * `Result`'s own id is taken. Its URL's token already proves it is about this
+ * request, and a claim's request is sent once. Ignoring it instead strands a failed
+ * B2C or reversal: Transaction Status finds only completed transactions.
+ */
+async function claimedConversation(db: Db, claimId: string, given: string | undefined): Promise<string | null> {
+  if (!given) return null;
+  const claim = await db.collection<{ _id: string; operator_id?: string }>(MPESA_COLLECTIONS.requests).findOne({ _id: claimId });
+  if (!claim) return null;
+  return claim.operator_id === undefined || claim.operator_id === given ? given : null;
 }
 
 async function insertIgnoringDuplicate(db: Db, doc: ResultDoc): Promise<void> {

@@ -71,7 +71,7 @@ import { isDuplicateKey } from '../../../common/mongo.js';
 import { OperatorUnavailableError } from '../../../common/infra-errors.js';
 import { wholeMajorUnits } from '../amounts.js';
 import { MPESA_COLLECTIONS, mpesaCallbackToken, type ResultDoc } from './callbacks.js';
-import { MPESA_RESULT_CODES, mpesaPassword, mpesaTimestamp, REVERSED, STATUS_REVERSED } from './wire.js';
+import { MPESA_B2C_RESULT_CODES, MPESA_RESULT_CODES, mpesaPassword, mpesaTimestamp, REVERSED, STATUS_REVERSED } from './wire.js';
 import {
   OperatorRequestError,
   type BuildDeps,
@@ -81,6 +81,8 @@ import {
   type PaymentRequested,
   type RefundRequest,
   type RefundResult,
+  type DisbursementRequest,
+  type DisbursementResult,
 } from '../connector.js';
 import { callOperator, neverSent, text, type OperatorResponse } from '../operator-http.js';
 import { TokenCache } from '../token-cache.js';
@@ -375,6 +377,59 @@ export function mpesaConnector(config: MpesaConfig, deps: BuildDeps): OperatorCo
         await askStatus(`reversal:${request.refundId}`, { OriginalConversationID: conversation }, request.callbackUrl);
       }
       return { kind: 'pending', operatorReference: conversation };
+    },
+
+    /**
+     * B2C (`/mpesa/b2c/v3/paymentrequest`, CommandID BusinessPayment), once per payout:
+     * Daraja has no idempotency key, so the request is claimed (`b2c:<payout>`) as a
+     * push is, and a try whose fate is unknown is never sent again; its `Result` at
+     * our ResultURL, or Transaction Status, tells.
+     */
+    async payout(request: DisbursementRequest): Promise<DisbursementResult> {
+      if (request.currency.toLowerCase() !== 'kes' || !request.phoneNumber.startsWith('+254')) return { kind: 'failed', code: 'operator_request_rejected', operatorCode: 'kenya_only' };
+      const amount = wholeMajorUnits(request.amount, request.currency);
+      if (amount === null || amount < 1) return { kind: 'failed', code: 'operator_request_rejected', operatorCode: 'amount_not_whole_shillings' };
+      const id = `b2c:${request.payoutId}`;
+      const claimed = await claim(id);
+      if (claimed.kind === 'answered') return { kind: 'pending', operatorReference: claimed.operatorId };
+      if (claimed.kind === 'unknown') return { kind: 'pending' };
+      const resultUrl = await callbackUrl(request.callbackUrl, 'payout', request.payoutId);
+      const answer = await send(id, '/mpesa/b2c/v3/paymentrequest', {
+        OriginatorConversationID: request.payoutId,
+        InitiatorName: config.initiatorName,
+        SecurityCredential: config.securityCredential,
+        CommandID: 'BusinessPayment',
+        Amount: amount,
+        PartyA: config.shortcode,
+        PartyB: request.phoneNumber.replace(/^\+/, ''),
+        Remarks: 'Payout',
+        QueueTimeOutURL: resultUrl,
+        ResultURL: resultUrl,
+        Occasion: request.payoutId.slice(0, 100),
+      });
+      const conversationId = text(answer.body, 'ConversationID');
+      if (answer.status !== 200 || text(answer.body, 'ResponseCode') !== '0' || !conversationId) {
+        return { kind: 'failed', code: 'operator_request_rejected', operatorCode: text(answer.body, 'errorCode') ?? text(answer.body, 'ResponseCode') ?? String(answer.status) };
+      }
+      await requests.updateOne({ _id: id }, { $set: { operator_id: conversationId } });
+      return { kind: 'pending', operatorReference: conversationId };
+    },
+
+    async payoutOutcome(request: DisbursementRequest, operatorReference?: string): Promise<DisbursementResult> {
+      const recorded = await results.findOne({ _id: `b2c:${request.payoutId}` });
+      if (recorded) {
+        if (recorded.result_code === '0') return { kind: 'paid', ...(recorded.receipt ? { operatorReference: recorded.receipt } : {}) };
+        return { kind: 'failed', code: MPESA_B2C_RESULT_CODES[recorded.result_code] ?? 'generic_failure', operatorCode: recorded.result_code };
+      }
+      const claimed = await requests.findOne({ _id: `b2c:${request.payoutId}` });
+      if (!claimed) return { kind: 'not_found' };
+      // The `Result` has not come: Daraja's Transaction Status tells, by our OriginatorConversationID.
+      const status = await results.findOne({ _id: `status:b2c:${request.payoutId}` });
+      if (status?.result_code === '0' && status.transaction_status === 'Completed') return { kind: 'paid', ...(status.receipt ? { operatorReference: status.receipt } : {}) };
+      if (deps.now() - claimed.created_at >= statusAfterMs) {
+        await askStatus(`b2c:${request.payoutId}`, { OriginalConversationID: request.payoutId }, request.callbackUrl);
+      }
+      return { kind: 'pending', ...((claimed.operator_id ?? operatorReference) ? { operatorReference: claimed.operator_id ?? operatorReference } : {}) };
     },
 
     /** An M-Pesa prompt on the payer's phone cannot be withdrawn: only Daraja's answer ends it. */

@@ -4,6 +4,7 @@
  */
 import type { MpesaConfig } from '../../../common/config.js';
 import type { DeclineCode } from '../../../common/lifecycle.js';
+import type { PayoutFailureCode } from '../../../common/payouts.js';
 
 /** M-Pesa Express `ResultCode`s → DESIGN section 7's decline codes; others are `generic_decline`. */
 export const MPESA_RESULT_CODES: Readonly<Record<string, DeclineCode>> = {
@@ -17,6 +18,21 @@ export const MPESA_RESULT_CODES: Readonly<Record<string, DeclineCode>> = {
   '26': 'operator_unavailable',
   '1025': 'operator_unavailable',
   '9999': 'operator_unavailable',
+};
+
+/**
+ * B2C `Result` codes → DESIGN section 17's failure codes; others are `generic_failure`.
+ * Daraja's B2C page lists codes in prose; the pairings are partly inferred
+ * (worker/operators/mpesa/README.md).
+ */
+export const MPESA_B2C_RESULT_CODES: Readonly<Record<string, PayoutFailureCode>> = {
+  '1': 'balance_insufficient',
+  '2040': 'recipient_not_found',
+  'SFC_IC0003': 'recipient_not_found',
+  '8': 'recipient_limit_exceeded',
+  '2001': 'operator_request_rejected',
+  '11': 'operator_request_rejected',
+  '2028': 'operator_request_rejected',
 };
 
 /** Reversal `ResultCode`s that mean the money is back with the payer. */

@@ -47,10 +47,12 @@ import {
   type PaymentRequested,
   type RefundRequest,
   type RefundResult,
+  type DisbursementRequest,
+  type DisbursementResult,
 } from '../connector.js';
 import { callOperator, field, text, type OperatorResponse } from '../operator-http.js';
 import { TokenCache } from '../token-cache.js';
-import { MTN_REASONS, msisdn, mtnDecline, mtnReferenceId } from './wire.js';
+import { MTN_REASONS, msisdn, mtnDecline, mtnPayoutFailure, mtnReferenceId } from './wire.js';
 
 const OPERATOR = 'mtn_momo';
 
@@ -187,6 +189,40 @@ export function mtnMomoConnector(config: MtnMomoConfig, deps: BuildDeps): Operat
       if (!found) return { kind: 'not_found' };
       if (found.status === 'SUCCESSFUL') return { kind: 'succeeded', operatorReference: found.transactionId ?? referenceId };
       if (found.status === 'FAILED') return { kind: 'failed', ...mtnDecline(found.reason) };
+      return { kind: 'pending', operatorReference: referenceId };
+    },
+
+    /**
+     * Disbursement `transfer` (DESIGN section 17): the X-Reference-Id is derived from
+     * the payout id, so a retry sends the same one and MTN's 409 proves the first was
+     * stored. A refusal is final only once MTN's record shows no transfer by it.
+     */
+    async payout(request: DisbursementRequest): Promise<DisbursementResult> {
+      const referenceId = mtnReferenceId(`payout:${request.payoutId}`);
+      const answer = await call('disbursement', 'POST', '/disbursement/v1_0/transfer', {
+        'x-reference-id': referenceId,
+        'x-callback-url': request.callbackUrl,
+      }, {
+        amount: majorUnits(request.amount, request.currency),
+        currency: request.currency.toUpperCase(),
+        externalId: request.payoutId,
+        payee: { partyIdType: 'MSISDN', partyId: msisdn(request.phoneNumber) },
+        payerMessage: `Payout ${request.payoutId}`,
+        payeeNote: request.payoutId,
+      });
+      if (answer.status === 202 || answer.status === 409) return { kind: 'pending', operatorReference: referenceId };
+      const recorded = await this.payoutOutcome(request, referenceId);
+      if (recorded.kind !== 'not_found') return recorded;
+      const code = text(answer.body, 'code');
+      return { kind: 'failed', code: code === 'PAYEE_NOT_FOUND' ? 'recipient_not_found' : 'operator_request_rejected', operatorCode: code ?? String(answer.status) };
+    },
+
+    async payoutOutcome(request: DisbursementRequest, operatorReference?: string): Promise<DisbursementResult> {
+      const referenceId = operatorReference ?? mtnReferenceId(`payout:${request.payoutId}`);
+      const found = await status('disbursement', `/disbursement/v1_0/transfer/${encodeURIComponent(referenceId)}`);
+      if (!found) return { kind: 'not_found' };
+      if (found.status === 'SUCCESSFUL') return { kind: 'paid', operatorReference: found.transactionId ?? referenceId };
+      if (found.status === 'FAILED') return { kind: 'failed', ...mtnPayoutFailure(found.reason) };
       return { kind: 'pending', operatorReference: referenceId };
     },
 

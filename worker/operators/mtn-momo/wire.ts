@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { DeclineCode } from '../../../common/lifecycle.js';
+import type { PayoutFailureCode } from '../../../common/payouts.js';
 import { text } from '../operator-http.js';
 
 /**
@@ -53,3 +54,25 @@ export function mtnReferenceId(id: string): string {
 /** The MSISDN as MTN takes it: the E.164 digits, without `+`. */
 export const msisdn = (phone: string) => phone.replace(/^\+/, '');
 
+
+/**
+ * A failed Disbursement `transfer`'s `reason` → DESIGN section 17's failure codes. The
+ * payee is the recipient here; the payer is the merchant's own disbursement account
+ * (its NOT_ENOUGH_FUNDS is our account's balance). A code not listed is `generic_failure`.
+ */
+export const MTN_PAYOUT_REASONS: Readonly<Record<string, PayoutFailureCode>> = {
+  PAYEE_NOT_FOUND: 'recipient_not_found',
+  PAYEE_NOT_ALLOWED_TO_RECEIVE: 'recipient_account_blocked',
+  NOT_ALLOWED: 'recipient_account_blocked',
+  PAYEE_LIMIT_REACHED: 'recipient_limit_exceeded',
+  NOT_ENOUGH_FUNDS: 'balance_insufficient',
+  PAYER_LIMIT_REACHED: 'balance_insufficient',
+  NOT_ALLOWED_TARGET_ENVIRONMENT: 'operator_request_rejected',
+  INVALID_CURRENCY: 'operator_request_rejected',
+  INVALID_CALLBACK_URL_HOST: 'operator_request_rejected',
+};
+
+export function mtnPayoutFailure(reason: unknown): { code: PayoutFailureCode; operatorCode?: string } {
+  const operatorCode = typeof reason === 'string' ? reason : text(reason, 'code');
+  return { code: (operatorCode && MTN_PAYOUT_REASONS[operatorCode]) || 'generic_failure', ...(operatorCode ? { operatorCode } : {}) };
+}

@@ -56,9 +56,11 @@ import {
   type RefundRequest,
   type RefundResult,
   type WithdrawResult,
+  type DisbursementRequest,
+  type DisbursementResult,
 } from '../connector.js';
 import { callOperator, field, text, type OperatorResponse } from '../operator-http.js';
-import { waveRefundListed, waveSessionOutcome } from './wire.js';
+import { wavePayoutOutcome, waveRefundListed, waveSessionOutcome } from './wire.js';
 
 const OPERATOR = 'wave';
 
@@ -171,6 +173,38 @@ export function waveConnector(config: WaveConfig, deps: BuildDeps): OperatorConn
       if (result.kind === 'succeeded') return { kind: 'paid', answer: result };
       if (result.kind === 'pending') throw refused(answer);
       return { kind: 'withdrawn' };
+    },
+
+    /**
+     * Payout API `POST /v1/payout` under the payout's `idempotency-key` (a retry gets
+     * the first answer). A refusal is read against Wave's record (the search by our
+     * `client_reference`): only a payout Wave does not hold fails.
+     */
+    async payout(request: DisbursementRequest): Promise<DisbursementResult> {
+      const answer = await call('POST', '/v1/payout', {
+        currency: request.currency.toUpperCase(),
+        receive_amount: majorUnits(request.amount, request.currency),
+        mobile: request.phoneNumber,
+        client_reference: request.payoutId,
+        payment_reason: `Payout ${request.payoutId}`.slice(0, 40),
+      }, request.payoutId);
+      if (answer.status === 200 && text(answer.body, 'id')) return wavePayoutOutcome(answer.body);
+      const recorded = await this.payoutOutcome(request);
+      if (recorded.kind !== 'not_found') return recorded;
+      const code = text(answer.body, 'code') ?? String(answer.status);
+      return { kind: 'failed', code: code === 'recipient-not-found' ? 'recipient_not_found' : 'operator_request_rejected', operatorCode: code };
+    },
+
+    async payoutOutcome(request: DisbursementRequest, operatorReference?: string): Promise<DisbursementResult> {
+      if (operatorReference) {
+        const answer = await call('GET', `/v1/payout/${encodeURIComponent(operatorReference)}`);
+        if (answer.status === 200) return wavePayoutOutcome(answer.body);
+        if (answer.status !== 404) throw refused(answer);
+      }
+      const answer = await call('GET', `/v1/payouts/search?client_reference=${encodeURIComponent(request.payoutId)}`);
+      if (answer.status !== 200) throw refused(answer);
+      const found = field(answer.body, 'result');
+      return Array.isArray(found) && found.length > 0 ? wavePayoutOutcome(found[0]) : { kind: 'not_found' };
     },
 
     async probe(): Promise<void> {

@@ -3,7 +3,8 @@
  * session reads as an answer. Pure: the connector (./connector.ts) and the tests read it.
  */
 import type { DeclineCode } from '../../../common/lifecycle.js';
-import type { OperatorResult } from '../connector.js';
+import type { PayoutFailureCode } from '../../../common/payouts.js';
+import type { DisbursementResult, OperatorResult } from '../connector.js';
 import { field, text } from '../operator-http.js';
 
 /** Wave's `last_payment_error.code` values → DESIGN section 7's decline codes; others are `generic_decline`. */
@@ -45,4 +46,31 @@ export function waveSessionOutcome(session: unknown): OperatorResult {
  */
 export function waveRefundListed(items: unknown, sessionId: string): boolean {
   return Array.isArray(items) && items.some((item) => text(item, 'transaction_type') === 'api_checkout_refund' && text(item, 'checkout_api_session_id') === sessionId);
+}
+
+/**
+ * A failed payout's `payout_error.error_code` → DESIGN section 17's failure codes; a
+ * code not listed is `generic_failure`. Wave's payout reference names its error
+ * object and gives examples; the list here is partly inferred (worker/operators/wave/README.md).
+ */
+export const WAVE_PAYOUT_ERRORS: Readonly<Record<string, PayoutFailureCode>> = {
+  'recipient-not-found': 'recipient_not_found',
+  'no-such-account': 'recipient_not_found',
+  'blocked-account': 'recipient_account_blocked',
+  'recipient-limit-exceeded': 'recipient_limit_exceeded',
+  'payout-limit-exceeded': 'recipient_limit_exceeded',
+  'kyb-limits-exceeded': 'recipient_limit_exceeded',
+  'insufficient-funds': 'balance_insufficient',
+};
+
+/** Our reading of a Wave payout object: `processing` is pending, `reversed` (sent, then taken back) a failure. */
+export function wavePayoutOutcome(payout: unknown): DisbursementResult {
+  const status = text(payout, 'status');
+  const id = text(payout, 'id');
+  if (status === 'succeeded') return { kind: 'paid', ...(id ? { operatorReference: id } : {}) };
+  if (status === 'failed' || status === 'reversed') {
+    const operatorCode = text(field(payout, 'payout_error'), 'error_code') ?? status;
+    return { kind: 'failed', code: WAVE_PAYOUT_ERRORS[operatorCode] ?? 'generic_failure', operatorCode };
+  }
+  return { kind: 'pending', ...(id ? { operatorReference: id } : {}) };
 }

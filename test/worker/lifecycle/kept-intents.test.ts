@@ -1,5 +1,5 @@
 /**
- * The intents a worker keeps for their next change (worker/lifecycle/kept-docs.ts),
+ * The intents a worker keeps for their next change (common/kept-intents.ts),
  * alone and under worker/lifecycle/transition.ts against the real Redis and store:
  * a change that follows this worker's own write reads nothing from MongoDB; one
  * that follows another worker's write reads it (its token moved), so no history
@@ -11,9 +11,9 @@ import type { PaymentIntentDoc } from '../../../common/documents.js';
 import { IdGenerator } from '../../../common/ids.js';
 import { openQueue, QUEUES, type TypedQueue } from '../../../common/jobs.js';
 import { decideUpdate } from '../../../worker/lifecycle/decide.js';
-import { KeptIntentDocs } from '../../../worker/lifecycle/kept-docs.js';
+import { KeptIntents } from '../../../common/kept-intents.js';
 import { transition, type Mutation, type TransitionDeps } from '../../../worker/lifecycle/transition.js';
-import type { Gate } from '../../../worker/lifecycle/write-gate.js';
+import type { Gate } from '../../../worker/write-gate.js';
 import { InsertBatcher } from '../../../worker/group-commit.js';
 import { FencedUpdates } from '../../../worker/fenced-updates.js';
 import { STORE_PROFILES } from '../../../common/store-profile.js';
@@ -41,30 +41,30 @@ const docOf = (id: string, scope = scopeA) => ({ _id: id, ...scope, status: 'new
 
 test('a kept intent is given back once, under the token its write set, in its scope, while it is young', (t) => {
   let now = 1_000;
-  const kept = new KeptIntentDocs({ max: 2, maxAgeMs: 30_000, now: () => now });
+  const kept = new KeptIntents({ redis: stack.redis, prefix: stack.config.queuePrefix, maxEntries: 2, maxAgeMs: 30_000, now: () => now });
   kept.keep(docOf('pi_1'), 'T1');
-  t.is(kept.take('pi_1', scopeA, 'T1')?._id, 'pi_1');
-  t.is(kept.take('pi_1', scopeA, 'T1'), null, 'taken out once given');
+  t.is(kept.take(scopeA, 'pi_1', 'T1')?._id, 'pi_1');
+  t.is(kept.take(scopeA, 'pi_1', 'T1'), null, 'taken out once given');
 
   kept.keep(docOf('pi_1'), 'T1');
-  t.is(kept.take('pi_1', scopeA, 'T2'), null, 'another token: written since');
+  t.is(kept.take(scopeA, 'pi_1', 'T2'), null, 'another token: written since');
   kept.keep(docOf('pi_1'), 'T1');
-  t.is(kept.take('pi_1', scopeA, null), null, 'no token: expired or lost');
+  t.is(kept.take(scopeA, 'pi_1', null), null, 'no token: expired or lost');
   kept.keep(docOf('pi_1'), 'T1');
-  t.is(kept.take('pi_1', { project: 'proj_b', livemode: false }, 'T1'), null, 'another scope');
+  t.is(kept.take({ project: 'proj_b', livemode: false }, 'pi_1', 'T1'), null, 'another scope');
   kept.keep(docOf('pi_1'), 'T1');
-  t.is(kept.take('pi_1', { ...scopeA, livemode: true }, 'T1'), null, 'the other mode');
+  t.is(kept.take({ ...scopeA, livemode: true }, 'pi_1', 'T1'), null, 'the other mode');
   kept.keep(docOf('pi_1'), 'T1');
   now += 30_001;
-  t.is(kept.take('pi_1', scopeA, 'T1'), null, 'too old');
+  t.is(kept.take(scopeA, 'pi_1', 'T1'), null, 'too old');
 
   kept.keep(docOf('pi_1'), 'T1');
   kept.keep(docOf('pi_2'), 'T2');
   kept.keep(docOf('pi_3'), 'T3');
-  t.is(kept.take('pi_1', scopeA, 'T1'), null, 'the oldest dropped past max');
-  t.is(kept.take('pi_3', scopeA, 'T3')?._id, 'pi_3');
+  t.is(kept.take(scopeA, 'pi_1', 'T1'), null, 'the oldest dropped past max');
+  t.is(kept.take(scopeA, 'pi_3', 'T3')?._id, 'pi_3');
   kept.clear();
-  t.is(kept.take('pi_2', scopeA, 'T2'), null, 'cleared');
+  t.is(kept.take(scopeA, 'pi_2', 'T2'), null, 'cleared');
 });
 
 /** An intent stored as a create leaves it, and two workers' transition dependencies (the first keeps intents). */
@@ -91,7 +91,7 @@ async function world(atomicConditionalUpdates: boolean) {
     collections: stack.mongo.collections, inserts: new InsertBatcher({ maxDocs: 16, waitMs: 2 }), redis: stack.redis, prefix: stack.config.queuePrefix,
     eventsQueue, intentsQueue, ids, now: Date.now, updates: new FencedUpdates({ maxDocs: 16, gate: writes, statementBoundMs: STORE_PROFILES.ferretdb.updateStatementBoundMs }), atomicConditionalUpdates,
   };
-  const kept = new KeptIntentDocs({ max: 100, maxAgeMs: 30_000, now: Date.now });
+  const kept = new KeptIntents({ redis: stack.redis, prefix: stack.config.queuePrefix, maxEntries: 100, maxAgeMs: 30_000, now: Date.now });
   const keeper: TransitionDeps = { ...base, kept };
   const other: TransitionDeps = { ...base };
   const reads: number[] = [];

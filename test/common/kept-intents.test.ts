@@ -1,4 +1,4 @@
-// The intents an api keeps for its retrieves (api/kept-intents.ts), against the test
+// The intents an api keeps for its retrieves (common/kept-intents.ts, `get`), against the test
 // stack's real Redis and MongoDB: a kept intent is answered only while its token is
 // the one it was read under, and every write replaces the token (common/intent-tokens.ts).
 
@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import type { PaymentIntentDoc } from '../../common/documents.js';
 import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
 import { INTENT_LOCK, intentLockKey, RecordLock } from '../../worker/record-lock.js';
-import { KeptIntents } from '../../api/kept-intents.js';
+import { KEPT_FOR_RETRIEVES, KeptIntents } from '../../common/kept-intents.js';
 import { IdGenerator } from '../../common/ids.js';
 import { openStack, type Stack } from '../helpers/in-process.js';
 import { uniqueName } from '../helpers/service.js';
@@ -40,7 +40,7 @@ test('a kept intent answers until its token is replaced; a write between two rep
   const scope = { project: uniqueName('kept'), livemode: false };
   const doc = await storedIntent(scope);
   const prefix = stack.config.queuePrefix;
-  const [api1, api2] = [new KeptIntents({ redis: stack.redis, prefix, now: Date.now }), new KeptIntents({ redis: stack.redis, prefix, now: Date.now })];
+  const [api1, api2] = [new KeptIntents({ redis: stack.redis, prefix, now: Date.now, ...KEPT_FOR_RETRIEVES }), new KeptIntents({ redis: stack.redis, prefix, now: Date.now, ...KEPT_FOR_RETRIEVES })];
 
   t.is((await api1.get(scope, doc._id, readOf(doc._id))).status, 'new');
   t.truthy(await stack.redis.get(intentTokenKey(prefix, doc._id)), 'a first reader sets the token');
@@ -48,7 +48,7 @@ test('a kept intent answers until its token is replaced; a write between two rep
   // A write that does not replace the token is not seen: the kept intent answers (this is what the replacements are for).
   await setStatus(doc._id, 'processing');
   t.is((await api1.get(scope, doc._id, readOf(doc._id))).status, 'new');
-  t.is(api1.reads, 1);
+  t.is(api1.misses, 1);
 
   // As the worker writes (worker/lifecycle/transition.ts): the token replaced by the
   // fence right before the write and by the lock's release after it.
@@ -60,7 +60,7 @@ test('a kept intent answers until its token is replaced; a write between two rep
   t.is((await api1.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
   t.is((await api2.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
   t.is((await api2.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
-  t.deepEqual([api1.reads, api2.reads], [3, 2], 'api1 read again after each replacement, api2 after the last');
+  t.deepEqual([api1.misses, api2.misses], [3, 2], 'api1 read again after each replacement, api2 after the last');
 });
 
 test('kept by scope, for a bounded time, dropped with the Redis connection, and not kept at all without Redis', async (t) => {
@@ -68,7 +68,7 @@ test('kept by scope, for a bounded time, dropped with the Redis connection, and 
   const doc = await storedIntent(scope);
   const prefix = stack.config.queuePrefix;
   let now = 1_000_000;
-  const kept = new KeptIntents({ redis: stack.redis, prefix, now: () => now, maxAgeMs: 60_000 });
+  const kept = new KeptIntents({ redis: stack.redis, prefix, now: () => now, ...KEPT_FOR_RETRIEVES, maxAgeMs: 60_000 });
   await kept.get(scope, doc._id, readOf(doc._id));
 
   // Another scope (the live key of the project) does not find it here: it is read (and answered 404 by the route).
@@ -93,7 +93,7 @@ test('kept by scope, for a bounded time, dropped with the Redis connection, and 
   const away = new Redis({ port: 1, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
   away.on('error', () => undefined);
   t.teardown(() => away.disconnect());
-  const without = new KeptIntents({ redis: away, prefix, now: Date.now });
+  const without = new KeptIntents({ redis: away, prefix, now: Date.now, ...KEPT_FOR_RETRIEVES });
   t.is((await without.get(scope, doc._id, readOf(doc._id))).status, 'succeeded');
   await setStatus(doc._id, 'canceled');
   t.is((await without.get(scope, doc._id, readOf(doc._id))).status, 'canceled');
@@ -103,7 +103,7 @@ test('kept by scope, for a bounded time, dropped with the Redis connection, and 
 test('a read of an id that names no intent in the scope leaves no token behind', async (t) => {
   const scope = { project: uniqueName('kept'), livemode: false };
   const prefix = stack.config.queuePrefix;
-  const api = new KeptIntents({ redis: stack.redis, prefix, now: Date.now });
+  const api = new KeptIntents({ redis: stack.redis, prefix, now: Date.now, ...KEPT_FOR_RETRIEVES });
   const missing = () => async (): Promise<PaymentIntentDoc> => {
     throw new Error('404');
   };

@@ -11,7 +11,7 @@
 import type { JobsOptions, Queue } from 'bullmq';
 import { errors } from '../../common/errors.js';
 import type { IdKind } from '../../common/ids.js';
-import { requestQueue, type CreateResultMessage, type RequestJobBase, type RequestJobData, type RequestJobName } from '../../common/jobs.js';
+import { requestQueue, type WriteResultMessage, type RequestJobBase, type RequestJobData, type RequestJobName } from '../../common/jobs.js';
 import { matchedRoute, type AppDeps, type Ctx } from '../context.js';
 import type { BodyEncoding } from '../schemas/fields.js';
 import type { SentRequest } from '../idempotency/replay-cache.js';
@@ -29,7 +29,7 @@ export const CREATE_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { age: 7 * 24 * 3600 },
 };
 
-export interface CreateSpec<N extends RequestJobName, Input> {
+export interface WriteSpec<N extends RequestJobName, Input> {
   jobName: N;
   /** The job is removed from Redis once it completes (a keyed one always is). */
   removeOnComplete?: boolean;
@@ -55,9 +55,9 @@ export interface CreateSpec<N extends RequestJobName, Input> {
   jobData: (base: RequestJobBase, input: Input) => RequestJobData<N> | Promise<RequestJobData<N>>;
 }
 
-export type CreateHandler = <N extends RequestJobName, Input>(ctx: Ctx, spec: CreateSpec<N, Input>) => Promise<void>;
+export type WriteHandler = <N extends RequestJobName, Input>(ctx: Ctx, spec: WriteSpec<N, Input>) => Promise<void>;
 
-export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): CreateHandler {
+export function writeHandler(deps: AppDeps, idempotency: IdempotencyStore): WriteHandler {
   return async (ctx, spec) => {
     const key = ctx.state.key!;
     const body = ctx.state.body ?? {};
@@ -106,12 +106,12 @@ export function createHandler(deps: AppDeps, idempotency: IdempotencyStore): Cre
 async function runJob<N extends RequestJobName, Input>(
   deps: AppDeps,
   ctx: Ctx,
-  spec: CreateSpec<N, Input>,
+  spec: WriteSpec<N, Input>,
   ticket: Ticket,
   own: Own,
   input: Input,
   now: number,
-): Promise<CreateResultMessage | null> {
+): Promise<WriteResultMessage | null> {
   const id = own.objectId;
   const jobId = ticket.jobId(id);
   const data = await spec.jobData(
@@ -134,12 +134,12 @@ async function runJob<N extends RequestJobName, Input>(
   // (deliveries waiting for slots must not make the caller's wait time out).
   const queue = queueOf(deps, spec);
   const jobOptions = queue === deps.queues.webhooks ? { ...options, lifo: true } : options;
-  // The name and data agree by CreateSpec's types; the queue is the name's own.
+  // The name and data agree by WriteSpec's types; the queue is the name's own.
   const enqueue = () => (queue as unknown as Queue).add(spec.jobName, data, jobOptions);
   // Run when the results' subscription is back after Redis went away: the answer may
   // have been published meanwhile (the worker also caches a keyed one), or the job
   // lost with Redis's data. Enqueued again under its id, it is idempotent.
-  const recheck = async (): Promise<CreateResultMessage | null> => {
+  const recheck = async (): Promise<WriteResultMessage | null> => {
     const late = await ticket.recorded(own);
     if (late) return late;
     if ((await queue.getJobState(jobId)) === 'unknown') await enqueue();
@@ -153,10 +153,10 @@ async function runJob<N extends RequestJobName, Input>(
     await ticket.abandon();
     throw err;
   }
-  return waiting.result(deps.config.createTimeoutMs);
+  return waiting.result(deps.config.writeTimeoutMs);
 }
 
-function queueOf<N extends RequestJobName, Input>(deps: AppDeps, spec: CreateSpec<N, Input>) {
+function queueOf<N extends RequestJobName, Input>(deps: AppDeps, spec: WriteSpec<N, Input>) {
   return requestQueue(spec.jobName) === 'webhooks' ? deps.queues.webhooks : deps.queues.writes;
 }
 
@@ -166,7 +166,7 @@ function queueOf<N extends RequestJobName, Input>(deps: AppDeps, spec: CreateSpe
  * that job and adds nothing to the backlog, so admission does not refuse it; it gets
  * the job's answer, or `processing_timeout` again.
  */
-async function retriesQueuedJob<N extends RequestJobName, Input>(deps: AppDeps, spec: CreateSpec<N, Input>, ticket: Ticket): Promise<boolean> {
+async function retriesQueuedJob<N extends RequestJobName, Input>(deps: AppDeps, spec: WriteSpec<N, Input>, ticket: Ticket): Promise<boolean> {
   if (!ticket.idempotency) return false;
   const state = await (queueOf(deps, spec) as unknown as Queue).getJobState(ticket.jobId('')).catch(() => 'unknown');
   return ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'].includes(state);

@@ -1,0 +1,175 @@
+/**
+ * The payouts' requests (DESIGN.md section 17): create, batch and cancel, answered
+ * through ../processors/mutation.ts like every mutation (a keyed request replays its
+ * first answer, refusals included). What they promise:
+ *
+ * - **One payout per request.** The payout's id is the api's, and the request's
+ *   identity (its idempotency key's, else its own id) is claimed in MongoDB with it
+ *   (`event_keys`): a second job of the same key, after Redis lost the first, finds
+ *   the first's payout and answers it.
+ * - **Held before it exists.** A payout made alone holds its amount from the balance
+ *   (keyed by its id) before its document is inserted: short of balance, 400
+ *   `balance_insufficient` and nothing is left behind. A batch's items hold when each
+ *   is sent (./process.ts), so the batch is accepted at once.
+ * - **A batch is its items, once.** Its payouts' ids come with the job; they are
+ *   inserted together (a retry inserts none twice), then the batch, then one step
+ *   job each (ids derived from the payouts).
+ * - **Cancel or send, never both** (./record.ts): a cancel claims the payout's
+ *   commitment; one already being sent answers 400 `payout_unexpected_state`.
+ */
+import type { Job } from 'bullmq';
+import { MongoBulkWriteError } from 'mongodb';
+import { errorBody } from '../../common/errors.js';
+import type { CancelPayoutData, CreatePayoutBatchData, CreatePayoutData, PayoutPublicInput, WriteJobResult } from '../../common/jobs.js';
+import { JOBS } from '../../common/jobs.js';
+import { countPayouts, presentPayout, presentPayoutBatch, type PayoutBatchDoc, type PayoutDoc } from '../../common/payouts.js';
+import type { Seal } from '../../common/seal.js';
+import { claimEvent } from '../event-identity.js';
+import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from '../processors/mutation.js';
+import { payoutStepJobId, schedulePayoutStep, type ProcessPayoutDeps } from './process.js';
+import { commit, endPayout, ensurePayout, recordCreated, scheduleBatchCheck, withPayout } from './record.js';
+
+export type PayoutDeps = ProcessPayoutDeps & MutationDeps & { destinations: Seal };
+
+function newPayout(data: { created: number; project: string; livemode: boolean }, id: string, input: PayoutPublicInput, phone: string, batch: string | null, eventId: string): PayoutDoc {
+  return {
+    _id: id,
+    project: data.project,
+    livemode: data.livemode,
+    amount: input.amount,
+    currency: input.currency,
+    operator: input.operator,
+    account: input.account,
+    phone_number: phone,
+    phone_masked: input.phone_masked,
+    name: input.name,
+    status: 'pending',
+    failure_code: null,
+    description: input.description,
+    metadata: input.metadata,
+    batch,
+    reference: input.reference,
+    created: data.created,
+    arrival_date: null,
+    held: false,
+    requested: false,
+    operator_reference: null,
+    steps: 0,
+    ev: { created: eventId },
+  };
+}
+
+/** The payout as its create answered it, whatever happened to it since. */
+function createdAnswer(doc: PayoutDoc): string {
+  return JSON.stringify(presentPayout({ ...doc, status: 'pending', failure_code: null, arrival_date: null }));
+}
+
+/** The object this request made: its own id, or the one an earlier job of its key made (then answered as a replay). */
+async function claimRequest(deps: PayoutDeps, data: CreatePayoutData | CreatePayoutBatchData, kind: string): Promise<string> {
+  const key = `${mutationId(data).id}:${kind}`;
+  if (await claimEvent(deps, key, data.id)) return data.id;
+  const taken = await deps.collections.eventKeys.findOne({ _id: key });
+  return taken?.event ?? data.id;
+}
+
+export function createPayout(deps: PayoutDeps, job: Job<CreatePayoutData>): Promise<WriteJobResult> {
+  const data = job.data;
+  return runMutation(deps, String(job.id), data, async (): Promise<Answer> => {
+    const owner = await claimRequest(deps, data, 'payout.create');
+    if (owner !== data.id) {
+      const earlier = await deps.collections.payouts.findOne({ _id: owner });
+      if (earlier) return { status: 200, body: createdAnswer(earlier), replayed: true };
+    }
+    const [phone] = JSON.parse(await deps.destinations.open(data.id, data.sealed)) as [string];
+    const existing = await deps.collections.payouts.findOne({ _id: data.id });
+    const doc = existing ?? newPayout(data, data.id, data.input, phone, null, deps.ids.next('event'));
+    if (!existing) {
+      const held = await deps.balance.hold(doc);
+      if (held === 'insufficient') {
+        const detail = {
+          code: 'balance_insufficient' as const,
+          message: `Insufficient available balance in ${doc.currency} for a payout of ${doc.amount}: see GET /v1/balance. Nothing was sent.`,
+          param: 'amount',
+        };
+        return { status: 400, body: errorBody(detail, data.requestId, data.baseUrl) };
+      }
+    }
+    const stored = await ensurePayout(deps, { ...doc, held: true });
+    await recordCreated(deps, stored);
+    if (stored.steps === 0) await schedulePayoutStep(deps, stored, 0, 0);
+    return { status: 200, body: createdAnswer(stored) };
+  });
+}
+
+export function createPayoutBatch(deps: PayoutDeps, job: Job<CreatePayoutBatchData>): Promise<WriteJobResult> {
+  const data = job.data;
+  return runMutation(deps, String(job.id), data, async (): Promise<Answer> => {
+    const owner = await claimRequest(deps, data, 'payout_batch.create');
+    const scope = { project: data.project, livemode: data.livemode };
+    if (owner !== data.id) {
+      const earlier = await deps.collections.payoutBatches.findOne({ _id: owner });
+      if (earlier) return { status: 200, body: JSON.stringify(presentPayoutBatch(earlier, countPayouts(Array.from({ length: earlier.total }, () => 'pending' as const)))), replayed: true };
+    }
+    const phones = JSON.parse(await deps.destinations.open(data.id, data.sealed)) as string[];
+    const docs = data.payouts.map((id, i) => newPayout(data, id, data.input[i]!, phones[i]!, data.id, deps.ids.next('event')));
+    await insertAll(deps, docs);
+    const batch: PayoutBatchDoc = {
+      _id: data.id,
+      ...scope,
+      status: 'processing',
+      total: docs.length,
+      created: data.created,
+      completed_at: null,
+      ev: { completed: deps.ids.next('event') },
+    };
+    await deps.collections.payoutBatches.insertOne(batch).catch((err: unknown) => {
+      if (!(err instanceof Error && 'code' in err && (err as { code?: number }).code === 11000)) throw err;
+    });
+    await deps.intentsQueue.addBulk(
+      docs.map((doc) => ({
+        name: JOBS.processPayout,
+        data: { payout: doc._id, ...scope, step: 0 },
+        opts: { jobId: payoutStepJobId(doc._id, 0), attempts: 1000, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: 1000 },
+      })),
+    );
+    await scheduleBatchCheck(deps, data.id, scope);
+    return { status: 200, body: JSON.stringify(presentPayoutBatch(batch, countPayouts(docs.map(() => 'pending' as const)))) };
+  });
+}
+
+/** Inserts the batch's payouts together; those an earlier run inserted stay as they are. */
+async function insertAll(deps: PayoutDeps, docs: PayoutDoc[]): Promise<void> {
+  try {
+    await deps.collections.payouts.insertMany(docs, { ordered: false });
+  } catch (err) {
+    if (!(err instanceof MongoBulkWriteError)) throw err;
+    const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+    if (errors.some((e) => e.code !== 11000)) throw err;
+  }
+}
+
+export function cancelPayout(deps: PayoutDeps, job: Job<CancelPayoutData>): Promise<WriteJobResult> {
+  const data = job.data;
+  const scope = { project: data.project, livemode: data.livemode };
+  return runMutation(deps, String(job.id), data, async (): Promise<Answer> => {
+    const refuse = (status: string): Answer => ({
+      status: 400,
+      body: errorBody(
+        { code: 'payout_unexpected_state', message: `You cannot cancel this payout because it has a status of ${status}; only a pending or enqueued payout can be canceled.` },
+        data.requestId,
+        data.baseUrl,
+      ),
+    });
+    const found = await withPayout(deps, data.target, scope, (doc) => Promise.resolve(doc));
+    if (!found) return notFound(data, 'payout');
+    const mine = `cancel:${mutationId(data).id}`;
+    // This request's earlier run canceled it, or began to: finished, and answered as it stands.
+    const claimed = await deps.collections.eventKeys.findOne({ _id: `${data.target}:payout.commit` });
+    if (claimed?.event !== mine && found.status !== 'pending' && found.status !== 'enqueued') return refuse(found.status);
+    if (!(await commit(deps, data.target, mine))) return refuse(found.status === 'canceled' ? 'canceled' : 'in_transit');
+    const ended = await endPayout(deps, data.target, scope, { status: 'canceled' });
+    if (!ended) return notFound(data, 'payout');
+    if (ended.status !== 'canceled') return refuse(ended.status);
+    return { status: 200, body: JSON.stringify(presentPayout(ended)) };
+  });
+}
