@@ -6,7 +6,9 @@
  * - **One payout per request.** The payout's id is the api's, and the request's
  *   identity (its idempotency key's, else its own id) is claimed in MongoDB with it
  *   (`event_keys`): a second job of the same key, after Redis lost the first, finds
- *   the first's payout and answers it.
+ *   the first's payout and answers it. Where the first died before its payout (or
+ *   its batch) was inserted, the second makes it under the first's id: a hold the
+ *   first posted, or the items it inserted, are that payout's, never doubled.
  * - **Held before it exists.** A payout made alone holds its amount from the balance
  *   (keyed by its id) before its document is inserted: short of balance, 400
  *   `balance_insufficient` and nothing is left behind. A batch's items hold when each
@@ -64,7 +66,12 @@ function createdAnswer(doc: PayoutDoc): string {
   return JSON.stringify(presentPayout({ ...doc, status: 'pending', failure_code: null, arrival_date: null }));
 }
 
-/** The object this request made: its own id, or the one an earlier job of its key made (then answered as a replay). */
+/**
+ * The id this request's object has: its own, or the one an earlier job of its key
+ * claimed (Redis forgot that job, and the key's answer with it). Claimed means
+ * possibly held under that id already: a payout is made under the first claim's id,
+ * so a hold its job posted before dying is this payout's, never a second one.
+ */
 async function claimRequest(deps: PayoutDeps, data: CreatePayoutData | CreatePayoutBatchData, kind: string): Promise<string> {
   const key = `${mutationId(data).id}:${kind}`;
   if (await claimEvent(deps, key, data.id)) return data.id;
@@ -76,13 +83,10 @@ export function createPayout(deps: PayoutDeps, job: Job<CreatePayoutData>): Prom
   const data = job.data;
   return runMutation(deps, String(job.id), data, async (): Promise<Answer> => {
     const owner = await claimRequest(deps, data, 'payout.create');
-    if (owner !== data.id) {
-      const earlier = await deps.collections.payouts.findOne({ _id: owner });
-      if (earlier) return { status: 200, body: createdAnswer(earlier), replayed: true };
-    }
+    const existing = await deps.collections.payouts.findOne({ _id: owner });
+    if (existing && owner !== data.id) return { status: 200, body: createdAnswer(existing), replayed: true };
     const [phone] = JSON.parse(await deps.destinations.open(data.id, data.sealed)) as [string];
-    const existing = await deps.collections.payouts.findOne({ _id: data.id });
-    const doc = existing ?? newPayout(data, data.id, data.input, phone, null, deps.ids.next('event'));
+    const doc = existing ?? newPayout(data, owner, data.input, phone, null, deps.ids.next('event'));
     if (!existing) {
       const held = await deps.balance.hold(doc);
       if (held === 'insufficient') {
@@ -107,18 +111,20 @@ export function createPayoutBatch(deps: PayoutDeps, job: Job<CreatePayoutBatchDa
     const owner = await claimRequest(deps, data, 'payout_batch.create');
     const scope = { project: data.project, livemode: data.livemode };
     if (owner !== data.id) {
-      const earlier = await deps.collections.payoutBatches.findOne({ _id: owner });
-      if (earlier) return { status: 200, body: JSON.stringify(presentPayoutBatch(earlier, countPayouts(Array.from({ length: earlier.total }, () => 'pending' as const)))), replayed: true };
+      const made = await deps.collections.payoutBatches.findOne({ _id: owner });
+      if (made) return { status: 200, body: JSON.stringify(presentPayoutBatch(made, countPayouts(Array.from({ length: made.total }, () => 'pending' as const)))), replayed: true };
     }
+    // An earlier job of this key that inserted its items and died before its batch: the batch is made of them, under its id (never a second set of payouts).
+    const earlier = owner === data.id ? [] : await deps.collections.payouts.find({ batch: owner }).toArray();
     const phones = JSON.parse(await deps.destinations.open(data.id, data.sealed)) as string[];
-    const docs = data.payouts.map((id, i) => newPayout(data, id, data.input[i]!, phones[i]!, data.id, deps.ids.next('event')));
-    await insertAll(deps, docs);
+    const docs = earlier.length > 0 ? earlier : data.payouts.map((id, i) => newPayout(data, id, data.input[i]!, phones[i]!, owner, deps.ids.next('event')));
+    if (earlier.length === 0) await insertAll(deps, docs);
     const batch: PayoutBatchDoc = {
-      _id: data.id,
+      _id: owner,
       ...scope,
       status: 'processing',
       total: docs.length,
-      created: data.created,
+      created: earlier[0]?.created ?? data.created,
       completed_at: null,
       ev: { completed: deps.ids.next('event') },
     };
@@ -126,13 +132,15 @@ export function createPayoutBatch(deps: PayoutDeps, job: Job<CreatePayoutBatchDa
       if (!(err instanceof Error && 'code' in err && (err as { code?: number }).code === 11000)) throw err;
     });
     await deps.intentsQueue.addBulk(
-      docs.map((doc) => ({
-        name: JOBS.processPayout,
-        data: { payout: doc._id, ...scope, step: 0 },
-        opts: { jobId: payoutStepJobId(doc._id, 0), attempts: 1000, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: 1000 },
-      })),
+      docs
+        .filter((doc) => doc.steps === 0)
+        .map((doc) => ({
+          name: JOBS.processPayout,
+          data: { payout: doc._id, ...scope, step: 0 },
+          opts: { jobId: payoutStepJobId(doc._id, 0), attempts: 1000, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: 1000 },
+        })),
     );
-    await scheduleBatchCheck(deps, data.id, scope);
+    await scheduleBatchCheck(deps, owner, scope);
     return { status: 200, body: JSON.stringify(presentPayoutBatch(batch, countPayouts(docs.map(() => 'pending' as const)))) };
   });
 }
