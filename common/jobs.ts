@@ -92,7 +92,16 @@ export interface AdjustmentData extends Scope {
 
 /** What one pass of the retention sweeper deleted, per collection, and whether it reached the end of what was due. */
 export interface RetentionPass {
-  deleted: { payment_intents: number; refunds: number; events: number; webhook_attempts: number };
+  deleted: {
+    payment_intents: number;
+    refunds: number;
+    events: number;
+    webhook_attempts: number;
+    payouts: number;
+    payout_batches: number;
+    operator_discrepancies: number;
+    simulator_payments: number;
+  };
   done: boolean;
 }
 

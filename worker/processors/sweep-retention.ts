@@ -4,13 +4,17 @@
  * last weeks and not of all time.
  *
  * - Test mode: payment intents, refunds, events and webhook attempts older than
- *   `TEST_DATA_RETENTION_DAYS`. An intent's refunds go with it (its ledger names
- *   them), before it: a refund is never left naming an intent that is gone. The
+ *   `TEST_DATA_RETENTION_DAYS`; payouts that ended, completed payout batches, operator
+ *   discrepancies and the simulator's late payments as old. An intent's refunds go
+ *   with it (its ledger names them), before it: a refund is never left naming an
+ *   intent that is gone. A payout still on its way stays until it ends. The
  *   idempotency records, key pointers and answers of an object's requests expire
  *   before the object (config.ts checks the retention is at least their lifetime) and
  *   are deleted by the idempotency sweep.
  * - Both modes: events and webhook attempts older than `EVENT_RETENTION_DAYS`.
- * - Never: live payment intents and refunds, webhook endpoints, API keys.
+ * - Never: live payment intents, refunds, payouts and discrepancies, webhook
+ *   endpoints, API keys, and the ledger (balances and their transactions, test mode's
+ *   too: a balance is the sum of its transactions).
  *
  * Ids are time-ordered (common/ids.ts), so "older than" is an `_id` bound: every read
  * is `{livemode, _id < bound}`, served by the `livemode_id` indexes on MongoDB
@@ -33,6 +37,7 @@ import { ID_PREFIXES, idBodyFloor, type IdKind } from '../../common/ids.js';
 import { intentTokenKey } from '../../common/intent-tokens.js';
 import type { RetentionPass } from '../../common/jobs.js';
 import type { Collections } from '../../common/mongo.js';
+import type { PayoutStatus } from '../../common/payouts.js';
 
 /** Documents read, then deleted, at once. */
 export const BATCH = 500;
@@ -61,6 +66,8 @@ interface Dated {
 
 type Counts = RetentionPass['deleted'];
 
+const ENDED_PAYOUTS: PayoutStatus[] = ['paid', 'failed', 'canceled'];
+
 export async function sweepRetention(deps: RetentionDeps, options: { budgetMs?: number; batch?: number } = {}): Promise<RetentionPass> {
   const now = deps.now();
   const deadline = now + (options.budgetMs ?? PASS_BUDGET_MS);
@@ -70,7 +77,9 @@ export async function sweepRetention(deps: RetentionDeps, options: { budgetMs?: 
   const eventsBefore = now - deps.retention.eventMs;
   // A test event is due when either retention says so: the later of the two bounds.
   const testEventsBefore = Math.max(testBefore, eventsBefore);
-  const deleted: Counts = { payment_intents: 0, refunds: 0, events: 0, webhook_attempts: 0 };
+  const deleted: Counts = { payment_intents: 0, refunds: 0, events: 0, webhook_attempts: 0, payouts: 0, payout_batches: 0, operator_discrepancies: 0, simulator_payments: 0 };
+  const testObjects = (collection: unknown, kind: IdKind, key: keyof Counts, where?: Record<string, unknown>) => () =>
+    sweep(collection as Collection<Dated>, { kind, livemode: false, beforeMs: testBefore }, { batch, deadline, now: deps.now, ...(where ? { where } : {}), count: (n) => (deleted[key] += n) });
 
   const steps: Array<() => Promise<boolean>> = [
     () =>
@@ -88,6 +97,11 @@ export async function sweepRetention(deps: RetentionDeps, options: { budgetMs?: 
         count: (n) => (deleted.payment_intents += n),
       }),
     () => sweep(c.refunds as unknown as Collection<Dated>, { kind: 'refund', livemode: false, beforeMs: testBefore }, { batch, deadline, now: deps.now, count: (n) => (deleted.refunds += n) }),
+    testObjects(c.payouts, 'payout', 'payouts', { status: { $in: ENDED_PAYOUTS } }),
+    testObjects(c.payoutBatches, 'payout_batch', 'payout_batches', { status: 'completed' }),
+    testObjects(c.operatorDiscrepancies, 'operator_discrepancy', 'operator_discrepancies'),
+    // Named by the intent's attempt (`pi_…:<attempt>`): older than the intents' bound as they are.
+    testObjects(c.simulatorPayments, 'payment_intent', 'simulator_payments'),
     () => sweep(c.events as unknown as Collection<Dated>, { kind: 'event', livemode: false, beforeMs: testEventsBefore }, { batch, deadline, now: deps.now, count: (n) => (deleted.events += n) }),
     () => sweep(c.events as unknown as Collection<Dated>, { kind: 'event', livemode: true, beforeMs: eventsBefore }, { batch, deadline, now: deps.now, count: (n) => (deleted.events += n) }),
     () =>
@@ -114,6 +128,8 @@ interface SweepOptions<T extends Dated> {
   deadline: number;
   now: () => number;
   projection?: Record<string, 0 | 1>;
+  /** More conditions on a due document (a payout that ended). */
+  where?: Record<string, unknown>;
   before?: (docs: T[]) => Promise<unknown>;
   after?: (docs: T[]) => Promise<unknown>;
   count: (deleted: number) => void;
@@ -122,7 +138,7 @@ interface SweepOptions<T extends Dated> {
 /** Deletes the due documents of one collection and mode, batch after batch: true once none is left, false when time ran out first. */
 async function sweep<T extends Dated>(collection: Collection<T>, due: Due, options: SweepOptions<T>): Promise<boolean> {
   const bound = `${ID_PREFIXES[due.kind]}_${idBodyFloor(due.beforeMs)}`;
-  const filter = { livemode: due.livemode, _id: { $lt: bound } } as unknown as Filter<T>;
+  const filter = { livemode: due.livemode, _id: { $lt: bound }, ...options.where } as unknown as Filter<T>;
   for (;;) {
     if (options.now() >= options.deadline) return false;
     // No sort: the index walks `_id` in order on MongoDB anyway, and the local stack's

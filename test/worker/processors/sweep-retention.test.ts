@@ -8,10 +8,14 @@ import type { EventDoc, PaymentIntentDoc, RefundDoc, WebhookAttemptDoc } from '.
 import { IdGenerator } from '../../../common/ids.js';
 import { intentTokenKey } from '../../../common/intent-tokens.js';
 import type { Collections } from '../../../common/mongo.js';
+import type { OperatorDiscrepancyDoc, SimulatorPaymentDoc } from '../../../common/operator-discrepancies.js';
+import type { PayoutBatchDoc, PayoutDoc, PayoutStatus } from '../../../common/payouts.js';
 import { sweepRetention } from '../../../worker/processors/sweep-retention.js';
 import { openStack, type Stack } from '../../helpers/in-process.js';
 
 const DAY = 24 * 3600_000;
+/** A pass's counts, none deleted. */
+const NONE = { payment_intents: 0, refunds: 0, events: 0, webhook_attempts: 0, payouts: 0, payout_batches: 0, operator_discrepancies: 0, simulator_payments: 0 };
 const NOW = Date.UTC(2026, 11, 1);
 const retention = { eventMs: 30 * DAY, testDataMs: 30 * DAY };
 
@@ -81,7 +85,7 @@ test('old test objects, and old events and attempts of both modes, are deleted; 
   await stack.redis.set(intentTokenKey(deps.prefix, oldTestPi), 'kept');
 
   const pass = await sweepRetention(deps, { batch: 1 });
-  t.deepEqual(pass, { deleted: { payment_intents: 2, refunds: 2, events: 2, webhook_attempts: 2 }, done: true });
+  t.deepEqual(pass, { deleted: { ...NONE, payment_intents: 2, refunds: 2, events: 2, webhook_attempts: 2 }, done: true });
   t.deepEqual(await ids(c), {
     intents: [oldLivePi, midTestPi].sort(),
     refunds: [oldLiveRe],
@@ -91,7 +95,7 @@ test('old test objects, and old events and attempts of both modes, are deleted; 
   t.is(await stack.redis.exists(intentTokenKey(deps.prefix, oldTestPi)), 0, "the deleted intent's token went with it");
 
   // Nothing is left for the next pass.
-  t.deepEqual(await sweepRetention(deps), { deleted: { payment_intents: 0, refunds: 0, events: 0, webhook_attempts: 0 }, done: true });
+  t.deepEqual(await sweepRetention(deps), { deleted: NONE, done: true });
 });
 
 test('test data kept shorter than events takes its events and attempts with it', async (t) => {
@@ -111,12 +115,38 @@ test('a pass stops between batches once its time is up, and says so; the next on
   const old = idsAt(40);
   await c.events.insertMany(Array.from({ length: 7 }, () => event(old.next('event'), true)));
   // Each reading of the clock is a second later. The pass reads it once to begin, once
-  // for each of the three empty steps before the live events, then before each batch:
-  // two batches fit in 5.5 s.
+  // for each of the seven empty steps before the live events, then before each batch:
+  // two batches fit in 9.5 s.
   let clock = NOW;
-  const first = await sweepRetention({ ...deps, now: () => (clock += 1000) }, { batch: 2, budgetMs: 5500 });
-  t.deepEqual(first, { deleted: { payment_intents: 0, refunds: 0, events: 4, webhook_attempts: 0 }, done: false });
+  const first = await sweepRetention({ ...deps, now: () => (clock += 1000) }, { batch: 2, budgetMs: 9500 });
+  t.deepEqual(first, { deleted: { ...NONE, events: 4 }, done: false });
   const second = await sweepRetention(deps, { batch: 2 });
-  t.deepEqual(second, { deleted: { payment_intents: 0, refunds: 0, events: 3, webhook_attempts: 0 }, done: true });
+  t.deepEqual(second, { deleted: { ...NONE, events: 3 }, done: true });
   t.deepEqual((await ids(c)).events, []);
+});
+
+test('old test payouts that ended, completed batches, discrepancies and simulator payments are deleted; one on its way, live ones and recent ones stay', async (t) => {
+  const { c, deps } = await world();
+  const old = idsAt(40);
+  const mid = idsAt(10);
+  const payout = (id: string, livemode: boolean, status: PayoutStatus) => ({ _id: id, project: 'p', livemode, status, amount: 1, currency: 'xof' }) as unknown as PayoutDoc;
+  const [paid, failed, canceled, onItsWay, live, recent] = [old.next('payout'), old.next('payout'), old.next('payout'), old.next('payout'), old.next('payout'), mid.next('payout')];
+  await c.payouts.insertMany([payout(paid, false, 'paid'), payout(failed, false, 'failed'), payout(canceled, false, 'canceled'), payout(onItsWay, false, 'enqueued'), payout(live, true, 'paid'), payout(recent, false, 'paid')]);
+  const batch = (id: string, status: PayoutBatchDoc['status']) => ({ _id: id, project: 'p', livemode: false, status, total: 1 }) as unknown as PayoutBatchDoc;
+  const [completed, processing] = [old.next('payout_batch'), old.next('payout_batch')];
+  await c.payoutBatches.insertMany([batch(completed, 'completed'), batch(processing, 'processing')]);
+  const discrepancy = (id: string, livemode: boolean) => ({ _id: id, project: 'p', livemode }) as unknown as OperatorDiscrepancyDoc;
+  const [oldTestOd, oldLiveOd] = [old.next('operator_discrepancy'), old.next('operator_discrepancy')];
+  await c.operatorDiscrepancies.insertMany([discrepancy(oldTestOd, false), discrepancy(oldLiveOd, true)]);
+  const simulated = (pi: string) => ({ _id: `${pi}:1`, project: 'p', livemode: false, payment_intent: pi, attempt: 1, operator: 'mtn_momo', amount: 1, currency: 'xof', phone_masked: '', paid_ms: 1 }) as SimulatorPaymentDoc;
+  const [oldSim, midSim] = [simulated(old.next('payment_intent')), simulated(mid.next('payment_intent'))];
+  await c.simulatorPayments.insertMany([oldSim, midSim]);
+
+  const pass = await sweepRetention(deps, { batch: 2 });
+  t.deepEqual(pass, { deleted: { ...NONE, payouts: 3, payout_batches: 1, operator_discrepancies: 1, simulator_payments: 1 }, done: true });
+  const left = async (collection: { find: (f: object) => { toArray: () => Promise<Array<{ _id: string }>> } }) => (await collection.find({}).toArray()).map((d) => d._id).sort();
+  t.deepEqual(await left(c.payouts), [onItsWay, live, recent].sort());
+  t.deepEqual(await left(c.payoutBatches), [processing]);
+  t.deepEqual(await left(c.operatorDiscrepancies), [oldLiveOd]);
+  t.deepEqual(await left(c.simulatorPayments), [midSim._id]);
 });
