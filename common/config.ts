@@ -101,6 +101,8 @@ export interface Config {
   simulator: SimulatorConfig;
   /** How often the worker re-enqueues the delayed jobs of intents with a step ahead (in case Redis lost them). */
   intentsSweepIntervalMs: number;
+  /** A payout hold this old whose payout was never made (its create job lost) is released (worker/payouts/stranded.ts). */
+  payoutHoldStrandedMs: number;
   /** How often each live operator account, and the simulator, is reconciled (worker/reconcile/, docs/reconciliation.md). */
   reconcileIntervalMs: number;
   /**
@@ -383,6 +385,7 @@ const schema = Joi.object({
   SIMULATOR_SLOW_DELAY_MS: Joi.number().integer().min(0).max(HOUR).default(60 * SECOND),
   SIMULATOR_PAYOUT_ENQUEUED_MS: Joi.number().integer().min(0).max(HOUR).default(30 * SECOND),
   INTENTS_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(60 * SECOND),
+  PAYOUT_HOLD_STRANDED_MS: Joi.number().integer().min(1000).default(HOUR),
   RECONCILE_INTERVAL_MS: Joi.number().integer().min(100).max(24 * HOUR).default(10 * MINUTE),
   SWEEP_BUDGET_MS: Joi.number().integer().min(100).max(MINUTE).default(5 * SECOND),
   SIMULATOR_APPROVAL_WINDOW_MS: Joi.number().integer().min(1000).max(HOUR).default(2 * MINUTE),
@@ -529,6 +532,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
       maxConnections: value.HTTP_MAX_CONNECTIONS,
     },
     intentsSweepIntervalMs: value.INTENTS_SWEEP_INTERVAL_MS,
+    payoutHoldStrandedMs: value.PAYOUT_HOLD_STRANDED_MS,
     reconcileIntervalMs: value.RECONCILE_INTERVAL_MS,
     sweepBudgetMs: value.SWEEP_BUDGET_MS,
     confirmFailureLimit: value.CONFIRM_FAILURE_LIMIT,

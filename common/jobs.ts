@@ -540,7 +540,8 @@ export interface QueueJobs {
     /** Live mode: one call to each account whose breaker is open (common/operator-breaker.ts). */
     [JOBS.probeOperators]: { data: Record<string, never>; result: { probed: number; closed: number } };
     /** Unfinished payouts whose step was lost with Redis (worker/payouts/sweep.ts). */
-    [JOBS.sweepPayouts]: { data: Record<string, never>; result: { payouts: number; requeued: number } };
+    /** `stranded`: holds checked and released as never made (worker/payouts/stranded.ts); null when another worker's check is recent. */
+    [JOBS.sweepPayouts]: { data: Record<string, never>; result: { payouts: number; requeued: number; stranded: { checked: number; released: number } | null } };
     /** Reconciliation of one live account (its id), or of the simulator (`account: null`): worker/reconcile/run.ts. */
     [JOBS.reconcileOperator]: { data: { account: string | null }; result: ReconcileResult };
   };

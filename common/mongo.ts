@@ -252,6 +252,8 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     index(c.balanceTransactions, { project: 1, livemode: 1, type: 1, _id: -1 }, { name: 'scope_type_id' }),
     index(c.balanceTransactions, { project: 1, livemode: 1, source: 1, _id: -1 }, { name: 'scope_source_id' }),
     index(c.balanceTransactions, { project: 1, livemode: 1, currency: 1, created_ms: 1, seq: 1 }, { name: 'statement' }),
+    // Payout holds in time order, every project's, for the stranded holds' check (worker/payouts/stranded.ts).
+    index(c.balanceTransactions, { type: 1, _id: 1 }, { name: 'type_id' }),
     // The retention sweeper's old documents of one mode (worker/processors/sweep-retention.ts):
     // live objects, never deleted, are not walked to find the test ones.
     ...[c.paymentIntents, c.refunds, c.events, c.webhookAttempts, c.payouts, c.payoutBatches, c.operatorDiscrepancies, c.simulatorPayments].map((collection) =>

@@ -42,6 +42,7 @@ import { processRefund } from './refunds/process.js';
 import { checkPayoutBatch } from './payouts/batches.js';
 import { cancelPayout, createPayout, createPayoutBatch } from './payouts/create.js';
 import { processPayout } from './payouts/process.js';
+import { releaseStrandedHolds } from './payouts/stranded.js';
 import { sweepPayouts } from './payouts/sweep.js';
 import { deliverWebhook } from './webhooks/deliver.js';
 import { settleDelivery } from './webhooks/pending-events.js';
@@ -195,7 +196,10 @@ export function maintenanceRoutes({ config, now, collections, redis, prefix, int
       }
       return pass;
     },
-    [JOBS.sweepPayouts]: () => sweepPayouts(payoutDeps, config.intentsSweepIntervalMs),
+    [JOBS.sweepPayouts]: async () => ({
+      ...(await sweepPayouts(payoutDeps, config.intentsSweepIntervalMs)),
+      stranded: await releaseStrandedHolds({ ...payoutDeps, strandedMs: config.payoutHoldStrandedMs }),
+    }),
     [JOBS.probeOperators]: () => probeOperators({ connectors: lifecycleDeps.connectors, redis: redis.commands, prefix, config: config.liveOperators }),
     [JOBS.reconcileOperator]: (job) => reconcile({ ...lifecycleDeps, ...refundDeps, operatorTimeoutMs: config.liveOperators.timeoutMs }, job.data.account),
     [JOBS.sweepEvents]: () =>

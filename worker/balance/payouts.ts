@@ -26,7 +26,8 @@ export interface PayoutMovement extends Scope {
   description?: string | null;
 }
 
-export type HoldOutcome = { ok: true; txn: BalanceTransactionDoc } | { ok: false; code: 'balance_insufficient'; available: number };
+/** `again`: the payout was held before (an earlier run's hold answers). */
+export type HoldOutcome = { ok: true; txn: BalanceTransactionDoc; again: boolean } | { ok: false; code: 'balance_insufficient'; available: number };
 
 /** Holds the payout's amount from the available balance; `balance_insufficient` when short. */
 export async function holdPayout(ledger: BalanceLedger, payout: PayoutMovement): Promise<HoldOutcome> {
@@ -41,13 +42,18 @@ export async function holdPayout(ledger: BalanceLedger, payout: PayoutMovement):
     operator: payout.operator,
     description: payout.description ?? null,
   });
-  return outcome.kind === 'posted' ? { ok: true, txn: outcome.txn } : { ok: false, code: 'balance_insufficient', available: outcome.available };
+  return outcome.kind === 'posted' ? { ok: true, txn: outcome.txn, again: outcome.again } : { ok: false, code: 'balance_insufficient', available: outcome.available };
 }
 
 /** The payout was paid: the hold is final, nothing moves. Answers the hold (null when it was never held). */
 export async function settlePayout(deps: Pick<BalanceLedgerDeps, 'collections'>, payout: Pick<PayoutMovement, 'id' | 'project' | 'livemode' | 'currency'>): Promise<BalanceTransactionDoc | null> {
   const identity = await deps.collections.ledgerKeys.findOne({ _id: ledgerKeyId(balanceId(payout, payout.currency), movementKeys.payoutHeld(payout.id)) });
   return identity ? deps.collections.balanceTransactions.findOne({ _id: identity.txn }) : null;
+}
+
+/** The release of the payout's hold, when it was posted. */
+export async function releasedPayout(deps: Pick<BalanceLedgerDeps, 'collections'>, payout: Pick<PayoutMovement, 'id' | 'project' | 'livemode' | 'currency'>): Promise<{ txn: string } | null> {
+  return deps.collections.ledgerKeys.findOne({ _id: ledgerKeyId(balanceId(payout, payout.currency), movementKeys.payoutReleased(payout.id)) }, { projection: { txn: 1 } });
 }
 
 /** The payout failed or was canceled: its hold comes back (`payout_failure`), once. Null when it was never held (nothing to give back). */

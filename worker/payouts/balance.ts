@@ -7,20 +7,26 @@
  */
 import type { PayoutDoc } from '../../common/payouts.js';
 import type { BalanceLedger, BalanceLedgerDeps } from '../balance/ledger.js';
-import { holdPayout, releasePayout, settlePayout, type PayoutMovement } from '../balance/payouts.js';
+import { holdPayout, releasedPayout, releasePayout, settlePayout, type PayoutMovement } from '../balance/payouts.js';
 
-export type HoldResult = 'held' | 'insufficient';
+/** `held_before`: the payout's id was held already (by an earlier run), and that hold answers. */
+export type HoldResult = 'held' | 'held_before' | 'insufficient';
+
+/** What the ledger needs of a payout. */
+export type PayoutMoney = Pick<PayoutDoc, '_id' | 'project' | 'livemode' | 'amount' | 'currency' | 'operator' | 'description'>;
 
 export interface PayoutBalance {
   /** Holds the payout's amount from the available balance, once per payout; 'insufficient' when short. */
-  hold(payout: PayoutDoc): Promise<HoldResult>;
+  hold(payout: PayoutMoney): Promise<HoldResult>;
   /** The payout was paid: its hold becomes a `payout` transaction, once. */
-  settle(payout: PayoutDoc): Promise<void>;
-  /** The payout failed or was canceled: its hold is released (`payout_failure`), once. */
-  release(payout: PayoutDoc): Promise<void>;
+  settle(payout: PayoutMoney): Promise<void>;
+  /** The payout failed or was canceled, or was never made (./stranded.ts): its hold is released (`payout_failure`), once. */
+  release(payout: PayoutMoney): Promise<void>;
+  /** Whether the payout's hold was released. */
+  released(payout: PayoutMoney): Promise<boolean>;
 }
 
-function movement(payout: PayoutDoc): PayoutMovement {
+function movement(payout: PayoutMoney): PayoutMovement {
   return {
     id: payout._id,
     project: payout.project,
@@ -35,12 +41,16 @@ function movement(payout: PayoutDoc): PayoutMovement {
 /** The payouts' side of the ledger (worker/balance/payouts.ts). */
 export function ledgerBalance(ledger: BalanceLedger, deps: Pick<BalanceLedgerDeps, 'collections'>): PayoutBalance {
   return {
-    hold: async (payout) => ((await holdPayout(ledger, movement(payout))).ok ? 'held' : 'insufficient'),
+    hold: async (payout) => {
+      const outcome = await holdPayout(ledger, movement(payout));
+      return !outcome.ok ? 'insufficient' : outcome.again ? 'held_before' : 'held';
+    },
     settle: async (payout) => {
       await settlePayout(deps, movement(payout));
     },
     release: async (payout) => {
       await releasePayout(ledger, deps, movement(payout));
     },
+    released: async (payout) => (await releasedPayout(deps, movement(payout))) !== null,
   };
 }

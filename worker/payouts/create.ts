@@ -29,7 +29,8 @@ import type { Seal } from '../../common/seal.js';
 import { claimEvent } from '../event-identity.js';
 import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from '../processors/mutation.js';
 import { payoutStepJobId, schedulePayoutStep, type ProcessPayoutDeps } from './process.js';
-import { commit, endPayout, ensurePayout, recordCreated, scheduleBatchCheck, withPayout } from './record.js';
+import { commit, endPayout, ensurePayout, payoutLockKey, recordCreated, scheduleBatchCheck, withPayout } from './record.js';
+import { withRecordLock } from '../record-lock.js';
 
 export type PayoutDeps = ProcessPayoutDeps & MutationDeps & { destinations: Seal };
 
@@ -86,23 +87,34 @@ export function createPayout(deps: PayoutDeps, job: Job<CreatePayoutData>): Prom
     const existing = await deps.collections.payouts.findOne({ _id: owner });
     if (existing && owner !== data.id) return { status: 200, body: createdAnswer(existing), replayed: true };
     const [phone] = JSON.parse(await deps.destinations.open(data.id, data.sealed)) as [string];
-    const doc = existing ?? newPayout(data, owner, data.input, phone, null, deps.ids.next('event'));
-    if (!existing) {
-      const held = await deps.balance.hold(doc);
-      if (held === 'insufficient') {
-        const detail = {
-          code: 'balance_insufficient' as const,
-          message: `Insufficient available balance in ${doc.currency} for a payout of ${doc.amount}: see GET /v1/balance. Nothing was sent.`,
-          param: 'amount',
-        };
-        return { status: 400, body: errorBody(detail, data.requestId, data.baseUrl) };
-      }
+    const stored = existing ?? (await holdAndInsert(deps, newPayout(data, owner, data.input, phone, null, deps.ids.next('event'))));
+    if (stored === 'insufficient') {
+      const detail = {
+        code: 'balance_insufficient' as const,
+        message: `Insufficient available balance in ${data.input.currency} for a payout of ${data.input.amount}: see GET /v1/balance. Nothing was sent.`,
+        param: 'amount',
+      };
+      return { status: 400, body: errorBody(detail, data.requestId, data.baseUrl) };
     }
-    const stored = await ensurePayout(deps, { ...doc, held: true });
     await recordCreated(deps, stored);
     if (stored.steps === 0) await schedulePayoutStep(deps, stored, 0, 0);
     return { status: 200, body: createdAnswer(stored) };
   });
+}
+
+/**
+ * Holds the payout's amount, then inserts it, under the payout's lock (the stranded
+ * holds' sweep takes it too, ./stranded.ts). A hold an earlier run left, released
+ * since as stranded, spends the id: the payout is made under a new one, held anew.
+ */
+async function holdAndInsert(deps: PayoutDeps, doc: PayoutDoc): Promise<PayoutDoc | 'insufficient'> {
+  const made = await withRecordLock(deps.redis, payoutLockKey(deps.prefix, doc._id), async () => {
+    const held = await deps.balance.hold(doc);
+    if (held === 'insufficient') return held;
+    if (held === 'held_before' && (await deps.balance.released(doc))) return null;
+    return ensurePayout(deps, { ...doc, held: true });
+  });
+  return made ?? holdAndInsert(deps, { ...doc, _id: deps.ids.next('payout') });
 }
 
 export function createPayoutBatch(deps: PayoutDeps, job: Job<CreatePayoutBatchData>): Promise<WriteJobResult> {

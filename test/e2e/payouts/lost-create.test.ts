@@ -17,9 +17,9 @@ import { Service, uniqueName, until } from '../../helpers/service.js';
 
 const IDEM = 'po-lost-1';
 
-async function startService(): Promise<Service> {
+async function startService(env: Record<string, string> = {}): Promise<Service> {
   // 008 stays enqueued: nothing of the first payout moves on while the test looks.
-  return Service.start({ workers: 1, env: { SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '200', SIMULATOR_PAYOUT_ENQUEUED_MS: '600000' } });
+  return Service.start({ workers: 1, env: { SIMULATOR_APPROVAL_DELAY_MS: '100', SIMULATOR_PROCESSING_DELAY_MS: '200', SIMULATOR_PAYOUT_ENQUEUED_MS: '600000', ...env } });
 }
 
 /** Deletes the key's answer, in MongoDB and in Redis (how many Redis entries: 1), and the events of `objects` with their keys. */
@@ -40,8 +40,8 @@ async function forgetAfterHolds(service: Service, db: Db, project: string, objec
   return forgotten;
 }
 
-async function holds(service: Service, key: string): Promise<Array<{ source: string; amount: number }>> {
-  const res = await service.request<{ data: Array<{ source: string; amount: number }> }>('GET', '/v1/balance_transactions?type=payout&limit=100', { key });
+async function holds(service: Service, key: string, type = 'payout'): Promise<Array<{ source: string; amount: number }>> {
+  const res = await service.request<{ data: Array<{ source: string; amount: number }> }>('GET', `/v1/balance_transactions?type=${type}&limit=100`, { key });
   if (res.status !== 200) throw new Error(res.text);
   return res.body.data;
 }
@@ -83,6 +83,35 @@ test("a payout whose create died after its hold, retried after Redis forgot it, 
   t.is(await available(service, key), 7000);
   // And it goes on: sent again under its own reference, enqueued by the operator.
   await waitForPayout(service, key, id, 'enqueued');
+});
+
+test("a hold whose payout was never made, its request never retried, is released once PAYOUT_HOLD_STRANDED_MS old; a retry then makes the payout under a new id, held anew", async (t) => {
+  const service = await startService({ PAYOUT_HOLD_STRANDED_MS: '3000', INTENTS_SWEEP_INTERVAL_MS: '500' });
+  t.teardown(() => service.stop());
+  const project = uniqueName('stranded');
+  const key = await service.issueKey(project);
+  await fund(service, key, 10_000);
+  const body = { amount: 3000, phone_number: payee('008') };
+  const first = await createPayout(service, key, body, { 'Idempotency-Key': IDEM });
+  t.is(first.status, 200, first.text);
+  const id = (first.body as Payout).id;
+  await waitForPayout(service, key, id, 'enqueued');
+  const db = await service.db();
+  t.is((await db.collection('payouts').deleteOne({ _id: id as never })).deletedCount, 1);
+  t.is(await forgetAfterHolds(service, db, project, [id]), 1, "the key's answer was in Redis");
+
+  await until('the stranded hold to be released', async () => ((await available(service, key)) === 10_000 ? true : undefined), 30_000);
+  t.deepEqual((await holds(service, key, 'payout_failure')).map((h) => [h.source, h.amount]), [[id, 3000]], 'released once, as a payout_failure');
+
+  const { baseUrl } = await service.startExtraApi();
+  const retry = await service.request('POST', '/v1/payouts', { key, baseUrl, body: { currency: 'xof', operator: 'mtn_momo', ...body }, headers: { 'Idempotency-Key': IDEM } });
+  t.is(retry.status, 200, retry.text);
+  const made = retry.body as Payout;
+  t.not(made.id, id, 'the released id is spent');
+  t.deepEqual((await listAllPayouts(service, key)).map((p) => p.id), [made.id]);
+  t.deepEqual((await holds(service, key)).map((h) => h.source).sort(), [id, made.id].sort());
+  t.is(await available(service, key), 7000);
+  await waitForPayout(service, key, made.id, 'enqueued');
 });
 
 test("a batch whose create died after inserting its items, retried after Redis forgot it, is made of those items, none twice", async (t) => {
