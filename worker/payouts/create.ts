@@ -74,10 +74,14 @@ function createdAnswer(doc: PayoutDoc): string {
  * so a hold its job posted before dying is this payout's, never a second one.
  */
 async function claimRequest(deps: PayoutDeps, data: CreatePayoutData | CreatePayoutBatchData, kind: string): Promise<string> {
-  const key = `${mutationId(data).id}:${kind}`;
+  const key = requestKey(data, kind);
   if (await claimEvent(deps, key, data.id)) return data.id;
   const taken = await deps.collections.eventKeys.findOne({ _id: key });
   return taken?.event ?? data.id;
+}
+
+function requestKey(data: CreatePayoutData | CreatePayoutBatchData, kind: string): string {
+  return `${mutationId(data).id}:${kind}`;
 }
 
 export function createPayout(deps: PayoutDeps, job: Job<CreatePayoutData>): Promise<WriteJobResult> {
@@ -87,7 +91,9 @@ export function createPayout(deps: PayoutDeps, job: Job<CreatePayoutData>): Prom
     const existing = await deps.collections.payouts.findOne({ _id: owner });
     if (existing && owner !== data.id) return { status: 200, body: createdAnswer(existing), replayed: true };
     const [phone] = JSON.parse(await deps.destinations.open(data.id, data.sealed)) as [string];
-    const stored = existing ?? (await holdAndInsert(deps, newPayout(data, owner, data.input, phone, null, deps.ids.next('event'))));
+    // A new id, when the first's hold was released: the request's claim names it first, so a retry after this one finds it.
+    const renamed = async (id: string) => void (await deps.collections.eventKeys.updateOne({ _id: requestKey(data, 'payout.create') }, { $set: { event: id } }));
+    const stored = existing ?? (await holdAndInsert(deps, newPayout(data, owner, data.input, phone, null, deps.ids.next('event')), renamed));
     if (stored === 'insufficient') {
       const detail = {
         code: 'balance_insufficient' as const,
@@ -105,16 +111,20 @@ export function createPayout(deps: PayoutDeps, job: Job<CreatePayoutData>): Prom
 /**
  * Holds the payout's amount, then inserts it, under the payout's lock (the stranded
  * holds' sweep takes it too, ./stranded.ts). A hold an earlier run left, released
- * since as stranded, spends the id: the payout is made under a new one, held anew.
+ * since as stranded, spends the id: the payout is made under a new one, held anew,
+ * once the request's claim names it (`renamed`).
  */
-async function holdAndInsert(deps: PayoutDeps, doc: PayoutDoc): Promise<PayoutDoc | 'insufficient'> {
+async function holdAndInsert(deps: PayoutDeps, doc: PayoutDoc, renamed: (id: string) => Promise<void>): Promise<PayoutDoc | 'insufficient'> {
   const made = await withRecordLock(deps.redis, payoutLockKey(deps.prefix, doc._id), async () => {
     const held = await deps.balance.hold(doc);
     if (held === 'insufficient') return held;
     if (held === 'held_before' && (await deps.balance.released(doc))) return null;
     return ensurePayout(deps, { ...doc, held: true });
   });
-  return made ?? holdAndInsert(deps, { ...doc, _id: deps.ids.next('payout') });
+  if (made) return made;
+  const id = deps.ids.next('payout');
+  await renamed(id);
+  return holdAndInsert(deps, { ...doc, _id: id }, renamed);
 }
 
 export function createPayoutBatch(deps: PayoutDeps, job: Job<CreatePayoutBatchData>): Promise<WriteJobResult> {

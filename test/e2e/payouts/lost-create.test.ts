@@ -112,6 +112,16 @@ test("a hold whose payout was never made, its request never retried, is released
   t.deepEqual((await holds(service, key)).map((h) => h.source).sort(), [id, made.id].sort());
   t.is(await available(service, key), 7000);
   await waitForPayout(service, key, made.id, 'enqueued');
+
+  // The key's answer lost once more: the next retry finds the new payout, not the spent id.
+  t.is(await forgetAfterHolds(service, db, project, []), 1);
+  const { baseUrl: third } = await service.startExtraApi();
+  const again = await service.request('POST', '/v1/payouts', { key, baseUrl: third, body: { currency: 'xof', operator: 'mtn_momo', ...body }, headers: { 'Idempotency-Key': IDEM } });
+  t.is(again.status, 200, again.text);
+  t.is((again.body as Payout).id, made.id);
+  t.is(again.headers.get('idempotent-replayed'), 'true');
+  t.deepEqual((await listAllPayouts(service, key)).map((p) => p.id), [made.id]);
+  t.is(await available(service, key), 7000);
 });
 
 test("a batch whose create died after inserting its items, retried after Redis forgot it, is made of those items, none twice", async (t) => {
