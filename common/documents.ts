@@ -272,6 +272,8 @@ export interface MutationRecord {
 export interface EventKeyDoc {
   _id: string;
   event: string;
+  /** A payout batch's create request: the ids its first job chose for its items, in order (worker/payouts/create.ts). */
+  items?: string[];
 }
 
 export interface EventDoc {

@@ -13,9 +13,11 @@
  *   (keyed by its id) before its document is inserted: short of balance, 400
  *   `balance_insufficient` and nothing is left behind. A batch's items hold when each
  *   is sent (./process.ts), so the batch is accepted at once.
- * - **A batch is its items, once.** Its payouts' ids come with the job; they are
- *   inserted together (a retry inserts none twice), then the batch, then one step
- *   job each (ids derived from the payouts).
+ * - **A batch is its items, once.** Its payouts' ids come with the job, and the
+ *   request's claim names them; they are inserted together (a retry inserts none
+ *   twice), then the batch, then one step job each (ids derived from the payouts). A
+ *   second job of the key, after Redis lost a first that died among its inserts,
+ *   inserts the first's items that are missing, under the first's ids.
  * - **Cancel or send, never both** (./record.ts): a cancel claims the payout's
  *   commitment; one already being sent answers 400 `payout_unexpected_state`.
  */
@@ -26,6 +28,7 @@ import type { CancelPayoutData, CreatePayoutBatchData, CreatePayoutData, PayoutP
 import { JOBS } from '../../common/jobs.js';
 import { countPayouts, presentPayout, presentPayoutBatch, type PayoutBatchDoc, type PayoutDoc } from '../../common/payouts.js';
 import type { Seal } from '../../common/seal.js';
+import { isDuplicateKey } from '../../common/mongo.js';
 import { claimEvent } from '../event-identity.js';
 import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from '../processors/mutation.js';
 import { payoutStepJobId, schedulePayoutStep, type ProcessPayoutDeps } from './process.js';
@@ -80,6 +83,24 @@ async function claimRequest(deps: PayoutDeps, data: CreatePayoutData | CreatePay
   return taken?.event ?? data.id;
 }
 
+/**
+ * A batch's request claimed as `claimRequest` does, the claim naming its items' ids
+ * too: the batch's id, and its items' ids, in order (this job's, or those of the
+ * earlier job that claimed it; null when that claim, older, named none).
+ */
+async function claimBatchRequest(deps: PayoutDeps, data: CreatePayoutBatchData): Promise<{ owner: string; items: string[] | null; again: boolean }> {
+  const key = requestKey(data, 'payout_batch.create');
+  try {
+    await deps.inserts.insert(deps.collections.eventKeys, { _id: key, event: data.id, items: data.payouts });
+    return { owner: data.id, items: data.payouts, again: false };
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+  }
+  const taken = await deps.collections.eventKeys.findOne({ _id: key });
+  if (!taken || taken.event === data.id) return { owner: data.id, items: data.payouts, again: true };
+  return { owner: taken.event, items: taken.items?.length === data.payouts.length ? taken.items : null, again: true };
+}
+
 function requestKey(data: CreatePayoutData | CreatePayoutBatchData, kind: string): string {
   return `${mutationId(data).id}:${kind}`;
 }
@@ -130,23 +151,29 @@ async function holdAndInsert(deps: PayoutDeps, doc: PayoutDoc, renamed: (id: str
 export function createPayoutBatch(deps: PayoutDeps, job: Job<CreatePayoutBatchData>): Promise<WriteJobResult> {
   const data = job.data;
   return runMutation(deps, String(job.id), data, async (): Promise<Answer> => {
-    const owner = await claimRequest(deps, data, 'payout_batch.create');
+    const { owner, items, again } = await claimBatchRequest(deps, data);
     const scope = { project: data.project, livemode: data.livemode };
     if (owner !== data.id) {
       const made = await deps.collections.payoutBatches.findOne({ _id: owner });
       if (made) return { status: 200, body: JSON.stringify(presentPayoutBatch(made, countPayouts(Array.from({ length: made.total }, () => 'pending' as const)))), replayed: true };
     }
-    // An earlier job of this key that inserted its items and died before its batch: the batch is made of them, under its id (never a second set of payouts).
-    const earlier = owner === data.id ? [] : await deps.collections.payouts.find({ batch: owner }).toArray();
+    // An earlier job of this key that died before its batch, after inserting all, some
+    // or none of its items: the batch is made of its items, under its ids, the missing
+    // ones inserted now (the request's body is the same: its key says so). Never a
+    // second set of payouts, even beside that job still running.
+    const earlier = owner !== data.id && !items ? await deps.collections.payouts.find({ batch: owner }).toArray() : [];
     const phones = JSON.parse(await deps.destinations.open(data.id, data.sealed)) as string[];
-    const docs = earlier.length > 0 ? earlier : data.payouts.map((id, i) => newPayout(data, id, data.input[i]!, phones[i]!, owner, deps.ids.next('event')));
-    if (earlier.length === 0) await insertAll(deps, docs);
+    const ids = items ?? data.payouts;
+    const fresh = ids.map((id, i) => newPayout(data, id, data.input[i]!, phones[i]!, owner, deps.ids.next('event')));
+    if (earlier.length === 0) await insertAll(deps, fresh);
+    // Those an earlier run inserted are as it wrote them (their events' ids, their steps).
+    const docs = earlier.length > 0 ? earlier : again ? await insertedOf(deps, fresh) : fresh;
     const batch: PayoutBatchDoc = {
       _id: owner,
       ...scope,
       status: 'processing',
       total: docs.length,
-      created: earlier[0]?.created ?? data.created,
+      created: docs[0]?.created ?? data.created,
       completed_at: null,
       ev: { completed: deps.ids.next('event') },
     };
@@ -165,6 +192,12 @@ export function createPayoutBatch(deps: PayoutDeps, job: Job<CreatePayoutBatchDa
     await scheduleBatchCheck(deps, owner, scope);
     return { status: 200, body: JSON.stringify(presentPayoutBatch(batch, countPayouts(docs.map(() => 'pending' as const)))) };
   });
+}
+
+/** The payouts as stored, by `_id` (an earlier job's items, some of them inserted by it). */
+async function insertedOf(deps: PayoutDeps, docs: PayoutDoc[]): Promise<PayoutDoc[]> {
+  const stored = await Promise.all(docs.map((doc) => deps.collections.payouts.findOne({ _id: doc._id })));
+  return stored.map((doc, i) => doc ?? docs[i]!);
 }
 
 /** Inserts the batch's payouts together; those an earlier run inserted stay as they are. */

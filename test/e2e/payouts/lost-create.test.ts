@@ -10,8 +10,10 @@
  * Redis) is deleted, and a fresh api process, with nothing in memory, takes the retry.
  */
 import test from 'ava';
+import { Queue } from 'bullmq';
 import type { Db } from 'mongodb';
 import { redisKey, scopeHash } from '../../../common/idempotency.js';
+import { QUEUES } from '../../../common/jobs.js';
 import { createPayout, fund, listAllPayouts, payee, POB, waitForPayout, type Payout, type PayoutBatch } from '../../helpers/payouts.js';
 import { Service, uniqueName, until } from '../../helpers/service.js';
 
@@ -152,6 +154,50 @@ test("a batch whose create died after inserting its items, retried after Redis f
   const payouts = await listAllPayouts(service, key);
   t.deepEqual(payouts.map((p) => p.id).sort(), made.map((p) => p.id).sort(), 'no second set of payouts');
   t.true(payouts.every((p) => p.batch === batchId));
+  t.is((await holds(service, key)).length, 3, 'each item held once');
+  t.is(await available(service, key), 7000);
+});
+
+test("a batch whose create died while inserting its items, some inserted and some not, retried after Redis forgot it, is made of all of them under the first job's ids, each once", async (t) => {
+  const service = await startService();
+  t.teardown(() => service.stop());
+  const project = uniqueName('partial-batch');
+  const key = await service.issueKey(project);
+  await fund(service, key, 10_000);
+  // The items' steps wait (their queue paused), so none is sent: the items stand as the create inserted them.
+  const intents = new Queue(QUEUES.intents, { connection: { url: service.env.REDIS_URL }, prefix: service.prefix });
+  t.teardown(() => intents.close());
+  await intents.pause();
+  const items = [1, 2, 3].map((n) => ({ currency: 'xof', amount: 1000, phone_number: payee('008', n), reference: `r-${n}` }));
+  const first = await service.request('POST', POB, { key, body: { payouts: items }, headers: { 'Idempotency-Key': IDEM } });
+  t.is(first.status, 200, first.text);
+  const batchId = (first.body as PayoutBatch).id;
+  const db = await service.db();
+  const payouts = db.collection<{ _id: string; reference: string; held: boolean }>('payouts');
+  const inserted = await payouts.find({ batch: batchId }).toArray();
+  t.is(inserted.length, 3);
+  t.false(inserted.some((p) => p.held), 'no item sent, none held');
+
+  // What the first job leaves when it dies inserting its items: one inserted, two not, no batch.
+  const lost = inserted.filter((p) => p.reference !== 'r-2').map((p) => p._id);
+  t.is((await payouts.deleteMany({ _id: { $in: lost } })).deletedCount, 2);
+  for (const id of lost) await intents.remove(`payout-${id}-0`);
+  t.is((await db.collection('payout_batches').deleteOne({ _id: batchId as never })).deletedCount, 1);
+  t.is(await forgetAfterHolds(service, db, project, [batchId]), 1, "the key's answer was in Redis");
+
+  const { baseUrl } = await service.startExtraApi();
+  const retry = await service.request('POST', POB, { key, baseUrl, body: { payouts: items }, headers: { 'Idempotency-Key': IDEM } });
+  t.is(retry.status, 200, retry.text);
+  t.is((retry.body as PayoutBatch).id, batchId, "the batch is the first job's");
+  t.is((retry.body as PayoutBatch).counts.total, 3);
+  await intents.resume();
+  const made = await until('every item to be enqueued', async () => {
+    const listed = await listAllPayouts(service, key, { batch: batchId });
+    return listed.length === 3 && listed.every((p) => p.status === 'enqueued') ? listed : undefined;
+  });
+  t.deepEqual(made.map((p) => p.id).sort(), inserted.map((p) => p._id).sort(), "the first job's ids, each once");
+  t.deepEqual(made.map((p) => p.reference).sort(), ['r-1', 'r-2', 'r-3']);
+  t.is((await listAllPayouts(service, key)).length, 3, 'no second set of payouts');
   t.is((await holds(service, key)).length, 3, 'each item held once');
   t.is(await available(service, key), 7000);
 });
