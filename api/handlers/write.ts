@@ -35,6 +35,8 @@ export interface WriteSpec<N extends RequestJobName, Input> {
   removeOnComplete?: boolean;
   /** A create's new object id; a mutation (no `idKind`) takes the request's id as its own. */
   idKind?: IdKind;
+  /** How many new objects a create makes, for test mode's daily quota (../test-quota.ts): 1 unless it says (a payout batch: itself and its items). */
+  objects?: (input: Input) => number;
   /** After validation, before the lock: a mutation's check that its object exists in the caller's scope (404). */
   precheck?: (input: Input) => Promise<void>;
   /**
@@ -78,7 +80,7 @@ export function writeHandler(deps: AppDeps, idempotency: IdempotencyStore): Writ
     const refusal = deps.admission?.refusal(key) ?? null;
     if (refusal !== null && !(await retriesQueuedJob(deps, spec, ticket))) throw errors.serviceUnavailable(refusal);
     // A new object of test mode counts against its project's day (../test-quota.ts).
-    const overQuota = spec.idKind ? await testQuotaRefusal(deps, key) : null;
+    const overQuota = spec.idKind ? await testQuotaRefusal(deps, key, spec.objects?.(input) ?? 1) : null;
     if (overQuota !== null && !(await retriesQueuedJob(deps, spec, ticket))) throw overQuota;
     // At most OBJECT_WRITES_IN_FLIGHT writes of one object at once: more would only wait
     // for its lock. Before any read of MongoDB, so a refused one costs one Redis round trip.

@@ -85,6 +85,7 @@ export function payoutRoutes(router: Router<State>, deps: AppDeps, guards: Guard
       jobName: JOBS.createPayoutBatch,
       idKind: 'payout_batch',
       validate: (body, encoding) => parsePayoutBatch(body, context(ctx, encoding)),
+      objects: (items) => 1 + items.length,
       object: () => null,
       precheck: () => seal.ready(),
       jobData: async (base, items) => ({

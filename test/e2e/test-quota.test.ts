@@ -4,13 +4,14 @@
  * kind, is refused with 429 `quota_exceeded` and `Retry-After` to the next UTC day,
  * before anything is claimed or enqueued: no object, no idempotency record, no job,
  * and a retry with the same key is refused again. Live mode, and other projects, are
- * not affected.
+ * not affected. A payout batch counts itself and each of its items.
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { redisKey, scopeHash } from '../../common/idempotency.js';
 import { QUEUES } from '../../common/jobs.js';
 import { createIntent } from '../helpers/payment-intent-lifecycle.js';
+import { payee, POB } from '../helpers/payouts.js';
 import { paidIntent, refund } from '../helpers/refunds.js';
 import { useService } from '../helpers/use-service.js';
 import { createEndpoint } from '../helpers/webhook-fixtures.js';
@@ -107,4 +108,26 @@ test('live mode and other projects are not limited by a project that used its te
   const other = await e2e.key('quota_other');
   const res = await e2e.service.request('POST', PI, { key: other, body: { amount: 400, currency: 'xof' } });
   t.is(res.status, 200, res.text);
+});
+
+test('a payout batch counts itself and each of its items: one that would pass the quota is refused whole, and one that fits uses it up', async (t) => {
+  const items = (n: number) => Array.from({ length: n }, (_, i) => ({ currency: 'xof', amount: 100, phone_number: payee('008', i), reference: `q-${i}` }));
+  // Three items and the batch are four objects: past a quota of three, refused, nothing made.
+  const key = await e2e.service.issueKey(`quota_batch_${Date.now()}`);
+  const over = await e2e.service.request('POST', POB, { key, body: { payouts: items(3) } });
+  t.is(over.status, 429, over.text);
+  t.is(over.body.error.code, 'quota_exceeded');
+  const batches = await e2e.service.request('GET', `${POB}?limit=100`, { key });
+  t.deepEqual(batches.body.data, [], 'no batch');
+  const payouts = await e2e.service.request('GET', '/v1/payouts?limit=100', { key });
+  t.deepEqual(payouts.body.data, [], 'no payout');
+
+  // Two items and the batch are three: accepted, and the day is used up.
+  const other = await e2e.service.issueKey(`quota_batch_fits_${Date.now()}`);
+  const fits = await e2e.service.request('POST', POB, { key: other, body: { payouts: items(2) } });
+  t.is(fits.status, 200, fits.text);
+  t.is(fits.body.counts.total, 2);
+  const next = await e2e.service.request('POST', PI, { key: other, body: { amount: 700, currency: 'xof' } });
+  t.is(next.status, 429, next.text);
+  t.is(next.body.error.code, 'quota_exceeded');
 });
