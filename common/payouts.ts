@@ -135,3 +135,19 @@ export function presentPayoutBatch(doc: PayoutBatchDoc, counts: PayoutCounts) {
     livemode: doc.livemode,
   };
 }
+
+/** The job id of a payout's step `step` on the intents queue (worker/payouts/process.ts): one job per step. */
+export function payoutStepJobId(payout: string, step: number): string {
+  return `payout-${payout}-${step}`;
+}
+
+/**
+ * Set by an operator's callback for a payout on its way (api/routes/operator-callbacks.ts),
+ * for as long as `PAYOUT_LOOK_HINT_MS`: its next look is wanted now. The step that
+ * schedules the next look takes it (worker/payouts/process.ts).
+ */
+export function payoutLookKey(prefix: string, payout: string): string {
+  return `${prefix}:payout-look:${payout}`;
+}
+
+export const PAYOUT_LOOK_HINT_MS = 60_000;

@@ -8,7 +8,8 @@
  * applies only that answer (worker/processors/operator-check.ts).
  *
  * - `PUT|POST /operators/mtn_momo/callback`: MTN's, unsigned; its `externalId` names
- *   the attempt. A refund's callback enqueues nothing: its polls read it.
+ *   the attempt, or the payout (a Disbursement transfer's). A refund's callback
+ *   enqueues nothing: its polls read it.
  * - `POST /operators/mpesa/callback?attempt=…&t=…`: Daraja's STK callback, unsigned;
  *   the token in the URL we gave proves that Safaricom saw it.
  * - `POST /operators/mpesa/result?refund=…&t=…`: the reversal's `Result` (its
@@ -16,6 +17,8 @@
  *   conversation Daraja gave that refund; `?status=…&t=…`: a Transaction Status
  *   `Result` (a receipt, a reversal's fate), recorded for the same polls; `?payout=…&t=…`:
  *   a B2C payout's `Result`, recorded for the payout's polls (worker/payouts/process.ts).
+ * - A payout's callback brings its next look forward (`lookAtPayout`): the step job
+ *   waiting on the poll schedule runs now, and reads the operator's answer.
  * - The M-Pesa tokens are keyed with the service key `operator-callbacks`, not an
  *   operator credential (DESIGN section 14).
  * - `POST /operators/wave/webhook`: applied only when `Wave-Signature` verifies
@@ -29,6 +32,7 @@
 import Router from '@koa/router';
 import getRawBody from 'raw-body';
 import { JOBS, operatorCheckJobId, parseAttemptId } from '../../common/jobs.js';
+import { PAYOUT_LOOK_HINT_MS, payoutLookKey, payoutStepJobId } from '../../common/payouts.js';
 import { ServiceKeyring } from '../../common/service-keys.js';
 import { CALLBACK_KEY_ID, recordB2cResult, recordReversalResult, recordStkCallback, recordTransactionStatus } from '../../worker/operators/mpesa/callbacks.js';
 import { parseWaveWebhook, verifyWaveSignature } from '../../worker/operators/wave/callbacks.js';
@@ -37,6 +41,7 @@ import { BODY_LIMIT } from '../middleware/body.js';
 import { sendJson } from '../respond.js';
 
 const MPESA_ACCEPTED = JSON.stringify({ ResultCode: 0, ResultDesc: 'Accepted' });
+const PAYOUT_ID = /^po_[0-9A-Za-z]{1,64}$/;
 
 async function rawBody(ctx: Ctx): Promise<string | null> {
   try {
@@ -89,9 +94,32 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
     await deps.queues.intents.add(JOBS.operatorCheck, { ...attempt, n: 'cb' }, { ...options, jobId });
   }
 
+  /**
+   * "Look again" at the payout `payout` names, if it is shaped as one of ours and on
+   * its way: its next step, waiting on the poll schedule, is run now (at most once per
+   * payout per `CALLBACK_CHECK_INTERVAL_MS`). Not awaited by the route: the answer
+   * never tells whether the payout exists.
+   */
+  async function lookAtPayout(payout: unknown): Promise<void> {
+    if (typeof payout !== 'string' || !PAYOUT_ID.test(payout)) return;
+    const interval = deps.config.callbackCheckIntervalMs;
+    if (interval > 0 && (await deps.redis.set(`${deps.config.queuePrefix}:callback-check:${payout}`, '1', 'PX', interval, 'NX')) !== 'OK') return;
+    // First the hint, for a step still running (it schedules the next look, then takes the hint); then the look already waiting.
+    await deps.redis.set(payoutLookKey(deps.config.queuePrefix, payout), '1', 'PX', PAYOUT_LOOK_HINT_MS);
+    const doc = await deps.mongo.collections.payouts.findOne({ _id: payout }, { projection: { status: 1, steps: 1 } });
+    if (doc?.status !== 'in_transit') return;
+    const step = await deps.queues.intents.getJob(payoutStepJobId(payout, doc.steps));
+    // Running, or run meanwhile: that look is the one asked for.
+    if (step && (await step.isDelayed())) await step.promote().catch(() => undefined);
+  }
+  const lookAtPayoutLater = (payout: unknown) =>
+    void lookAtPayout(payout).catch((err: unknown) => deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'operator callback: the payout could not be looked at again; its polls go on'));
+
   const mtn = async (ctx: Ctx) => {
     const body = json(await rawBody(ctx));
-    if (has('mtn_momo') && body !== null && typeof body === 'object') await lookAgain((body as Record<string, unknown>).externalId);
+    const externalId = body !== null && typeof body === 'object' ? (body as Record<string, unknown>).externalId : undefined;
+    if (has('mtn_momo') && typeof externalId === 'string' && PAYOUT_ID.test(externalId)) lookAtPayoutLater(externalId);
+    else if (has('mtn_momo') && body !== null && typeof body === 'object') await lookAgain(externalId);
     sendJson(ctx, '{}');
   };
   router.put('/operators/mtn_momo/callback', mtn);
@@ -114,7 +142,10 @@ export function operatorCallbacksRouter(deps: AppDeps): Router<State> {
       const key = await verifying();
       const t = ctx.query.t as string | undefined;
       if (typeof ctx.query.status === 'string') await recordTransactionStatus(deps.mongo.db, key, { status: ctx.query.status, t }, body, deps.now());
-      else if (typeof ctx.query.payout === 'string') await recordB2cResult(deps.mongo.db, key, { payout: ctx.query.payout, t }, body, deps.now());
+      else if (typeof ctx.query.payout === 'string') {
+        const recorded = await recordB2cResult(deps.mongo.db, key, { payout: ctx.query.payout, t }, body, deps.now());
+        if (recorded) lookAtPayoutLater(recorded.payoutId);
+      }
       else await recordReversalResult(deps.mongo.db, key, { refund: ctx.query.refund as string | undefined, t }, body, deps.now());
     }
     sendJson(ctx, MPESA_ACCEPTED);

@@ -116,6 +116,8 @@ export class MtnMomoFake {
   autoSettleRefunds = false;
   /** A transfer stays PENDING until `settle` (else it is decided as soon as it is created). */
   holdTransfers = false;
+  /** Set: a decided transfer's callback is sent first, and its 202 given this many ms after (a callback that overtakes the answer). */
+  callbackBeforeAnswerMs: number | null = null;
   /** The FAILED reason a payee's number gets on a transfer (default SUCCESSFUL). */
   readonly payeeOutcomes = new Map<string, string>();
   private configErrorKind: 'currency' | null = null;
@@ -232,7 +234,7 @@ export class MtnMomoFake {
     };
   }
 
-  private route(request: FakeRequest): FakeAnswer {
+  private route(request: FakeRequest): FakeAnswer | Promise<FakeAnswer> {
     const match = /^\/(collection|disbursement)\/(.*)$/.exec(request.path);
     if (!match) return { status: 404, body: { statusCode: 404, message: 'Resource not found' } };
     const product = match[1] as 'collection' | 'disbursement';
@@ -267,7 +269,7 @@ export class MtnMomoFake {
     return { status: 404, body: { statusCode: 404, message: 'Resource not found' } };
   }
 
-  private create(product: 'collection' | 'disbursement', request: FakeRequest, kind?: 'refund' | 'transfer'): FakeAnswer {
+  private create(product: 'collection' | 'disbursement', request: FakeRequest, kind?: 'refund' | 'transfer'): FakeAnswer | Promise<FakeAnswer> {
     const referenceId = header(request, 'x-reference-id') ?? '';
     if (!UUID_V4.test(referenceId)) return { status: 400, body: { code: 'INVALID_REFERENCE_ID', message: 'X-Reference-Id must be a UUID version 4.' } };
     const body = (request.body ?? {}) as Record<string, unknown>;
@@ -301,6 +303,8 @@ export class MtnMomoFake {
     this.transfers.set(referenceId, transfer);
     if ((kind === 'refund' && this.autoSettleRefunds) || (kind === 'transfer' && !this.holdTransfers)) {
       this.decide(transfer);
+      const late = this.callbackBeforeAnswerMs;
+      if (late !== null) return this.notify(transfer).then(() => new Promise<FakeAnswer>((resolve) => setTimeout(() => resolve({ status: 202 }), late)));
       // The callback follows the 202, as MTN's does.
       setImmediate(() => void this.notify(transfer));
     }

@@ -26,12 +26,12 @@ import { MongoBulkWriteError } from 'mongodb';
 import { errorBody } from '../../common/errors.js';
 import type { CancelPayoutData, CreatePayoutBatchData, CreatePayoutData, PayoutPublicInput, WriteJobResult } from '../../common/jobs.js';
 import { JOBS } from '../../common/jobs.js';
-import { countPayouts, presentPayout, presentPayoutBatch, type PayoutBatchDoc, type PayoutDoc } from '../../common/payouts.js';
+import { countPayouts, payoutStepJobId, presentPayout, presentPayoutBatch, type PayoutBatchDoc, type PayoutDoc } from '../../common/payouts.js';
 import type { Seal } from '../../common/seal.js';
 import { isDuplicateKey } from '../../common/mongo.js';
 import { claimEvent } from '../event-identity.js';
 import { mutationId, notFound, runMutation, type Answer, type MutationDeps } from '../processors/mutation.js';
-import { payoutStepJobId, schedulePayoutStep, type ProcessPayoutDeps } from './process.js';
+import { schedulePayoutStep, type ProcessPayoutDeps } from './process.js';
 import { commit, endPayout, ensurePayout, payoutLockKey, recordCreated, scheduleBatchCheck, withPayout } from './record.js';
 import { withRecordLock } from '../record-lock.js';
 

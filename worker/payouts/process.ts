@@ -19,12 +19,13 @@
  *    `operator_unavailable` after `OPERATOR_REFUND_LIMIT_MS`, and only once its
  *    lookup shows no transfer there.
  */
+import type { Job } from 'bullmq';
 import { OperatorUnavailableError } from '../../common/infra-errors.js';
 import type { ProcessPayoutData, Scope } from '../../common/jobs.js';
 import { JOBS } from '../../common/jobs.js';
 import type { Logger } from '../../common/logger.js';
 import { BREAKER_PROBE_MS, breakerState } from '../../common/operator-breaker.js';
-import type { PayoutDoc } from '../../common/payouts.js';
+import { payoutLookKey, payoutStepJobId, type PayoutDoc } from '../../common/payouts.js';
 import type { SimulatorConfig } from '../../common/config.js';
 import { operatorCallbackUrl, OperatorRequestError, type DisbursementRequest, type DisbursementResult, type OperatorConnector } from '../operators/connector.js';
 import type { OperatorConnectors } from '../operators/registry.js';
@@ -42,13 +43,10 @@ export type ProcessPayoutDeps = PayoutRecordDeps & {
   giveUpMs: number;
 };
 
-export function payoutStepJobId(payout: string, step: number): string {
-  return `payout-${payout}-${step}`;
-}
 
 /** Step `step` of the payout, `delayMs` from now; a step already scheduled is not added twice. */
-export async function schedulePayoutStep(deps: Pick<PayoutRecordDeps, 'intentsQueue'>, doc: Pick<PayoutDoc, '_id' | 'project' | 'livemode'>, step: number, delayMs: number): Promise<void> {
-  await deps.intentsQueue.add(
+export async function schedulePayoutStep(deps: Pick<PayoutRecordDeps, 'intentsQueue'>, doc: Pick<PayoutDoc, '_id' | 'project' | 'livemode'>, step: number, delayMs: number): Promise<Job> {
+  return deps.intentsQueue.add(
     JOBS.processPayout,
     { payout: doc._id, project: doc.project, livemode: doc.livemode, step },
     { jobId: payoutStepJobId(doc._id, step), delay: Math.max(0, Math.round(delayMs)), attempts: 1000, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: 1000 },
@@ -202,6 +200,8 @@ async function askOperator(deps: ProcessPayoutDeps, doc: PayoutDoc, scope: Scope
     if (now.status !== 'in_transit') return;
     await setPayout(deps, now, { requested: now.requested || answered, steps: next, ...(reference !== undefined ? { operator_reference: reference } : {}) });
   });
-  await schedulePayoutStep(deps, doc, next, Math.max(pollDelayMs(deps, next - 1), retryAfterMs));
+  const look = await schedulePayoutStep(deps, doc, next, Math.max(pollDelayMs(deps, next - 1), retryAfterMs));
+  // A callback that came while this step ran found no look waiting to bring forward: this one goes now.
+  if (retryAfterMs === 0 && (await deps.redis.del(payoutLookKey(deps.prefix, doc._id))) === 1) await look.promote().catch(() => undefined);
   return { status: 'in_transit' };
 }

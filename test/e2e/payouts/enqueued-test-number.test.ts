@@ -6,7 +6,7 @@
 import test from 'ava';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../../../common/jobs.js';
-import { payoutStepJobId } from '../../../worker/payouts/process.js';
+import { payoutStepJobId } from '../../../common/payouts.js';
 import { createPayout, eventTypesOf, fund, payee, retrievePayout, waitForPayout, type Payout } from '../../helpers/payouts.js';
 import { until, withService } from '../../helpers/service.js';
 

@@ -7,71 +7,33 @@
  * payouts `enqueued` while the account's breaker is open, sent once it closes.
  */
 import test from 'ava';
-import { MtnMomoFake } from '../../fakes/mtn-momo-fake.js';
-import { MpesaFake } from '../../fakes/mpesa-fake.js';
-import { WaveFake } from '../../fakes/wave-fake.js';
+import type { MtnMomoFake } from '../../fakes/mtn-momo-fake.js';
+import type { MpesaFake } from '../../fakes/mpesa-fake.js';
+import type { WaveFake } from '../../fakes/wave-fake.js';
 import { mtnReferenceId } from '../../../worker/operators/mtn-momo/wire.js';
-import { liveOperatorsEnv, MPESA, MTN, MTN_ENVIRONMENT, WAVE } from '../../helpers/live-operators.js';
-import { Service, uniqueName, until } from '../../helpers/service.js';
-import { confirm, createIntent, phone, waitForStatus } from '../../helpers/payment-intent-lifecycle.js';
-import { createPayout, eventTypesOf, PO, retrievePayout, waitForPayout, type Payout } from '../../helpers/payouts.js';
+import { LivePayouts } from '../../helpers/live-payouts.js';
+import { until, type Service } from '../../helpers/service.js';
+import { eventTypesOf, PO, retrievePayout, waitForPayout } from '../../helpers/payouts.js';
 
 const TRANSFER = '/disbursement/v1_0/transfer';
 
+let live: LivePayouts;
 let mtn: MtnMomoFake;
 let mpesa: MpesaFake;
 let wave: WaveFake;
 let service: Service;
 let key: string;
 
-let numbers = 0;
-const fresh = (callingCode: string) => (callingCode === '254' ? `+2547${String(++numbers).padStart(8, '0')}` : phone(callingCode, '000', ++numbers));
+const fresh = (callingCode: string) => live.fresh(callingCode);
+const payout = (body: Record<string, unknown>) => live.payout(body);
 const msisdn = (e164: string) => e164.slice(1);
 
 test.before(async () => {
-  [mtn, mpesa, wave] = await Promise.all([new MtnMomoFake(MTN_ENVIRONMENT, MTN).start(), new MpesaFake(MPESA).start(), new WaveFake(WAVE.apiKey, WAVE.webhookSecret).start()]);
-  service = await Service.start({
-    workers: 1,
-    env: {
-      WRITE_TIMEOUT_MS: '30000',
-      PUBLIC_BASE_URL: 'self',
-      OPERATOR_POLL_SCHEDULE_MS: '1000,2000',
-      OPERATOR_TIMEOUT_MS: '2000',
-      OPERATOR_BREAKER_FAILURES: '2',
-      INTENTS_SWEEP_INTERVAL_MS: '2000',
-      ...liveOperatorsEnv({ mtn, mpesa, wave }),
-    },
-  });
-  wave.webhookUrl = `${service.baseUrl}/operators/wave/webhook`;
-  key = await service.issueKey(uniqueName('live-payouts'), true);
-  // The balance: a live MTN payment in xof, and a live M-Pesa one in kes, each approved by its payer.
-  const xof = await createIntent(service, key, { amount: 1_000_000, currency: 'xof' });
-  await confirm(service, key, xof.id, { operator: 'mtn_momo', phone_number: fresh('225') });
-  const ref = mtnReferenceId(`${xof.id}:1`);
-  await until('MTN to hold the request', () => mtn.transfers.get(ref));
-  await mtn.settle(ref);
-  await waitForStatus(service, key, xof.id, 'succeeded');
-  const kes = await createIntent(service, key, { amount: 1_000_000, currency: 'kes' });
-  await confirm(service, key, kes.id, { operator: 'mpesa', phone_number: fresh('254') });
-  const push = await until('the push', () => mpesa.pushFor(`${kes.id}:1`), 20_000);
-  await mpesa.settle(push.checkoutRequestId);
-  await waitForStatus(service, key, kes.id, 'succeeded');
-  await until('the payments to be recorded', async () => {
-    const res = await service.request('GET', '/v1/events?type=payment_intent.succeeded', { key });
-    return (res.body.data as unknown[]).length >= 2 ? true : undefined;
-  });
+  live = await LivePayouts.start('live-payouts', { OPERATOR_POLL_SCHEDULE_MS: '1000,2000', OPERATOR_TIMEOUT_MS: '2000', OPERATOR_BREAKER_FAILURES: '2', INTENTS_SWEEP_INTERVAL_MS: '2000' });
+  ({ mtn, mpesa, wave, service, key } = live);
 });
 
-test.after.always(async () => {
-  await service?.stop();
-  await Promise.all([mtn?.stop(), mpesa?.stop(), wave?.stop()]);
-});
-
-async function payout(body: Record<string, unknown>): Promise<Payout> {
-  const res = await createPayout(service, key, body);
-  if (res.status !== 200) throw new Error(`payout refused: ${res.text}`);
-  return res.body as Payout;
-}
+test.after.always(() => live?.stop());
 
 test.serial('MTN: a Disbursement transfer under a reference derived from the payout, paid once; the number only in the request', async (t) => {
   const number = fresh('225');
@@ -172,7 +134,7 @@ test.serial("M-Pesa: a B2C request once, its Result at our ResultURL pays it; a 
 test.serial("Wave: POST /v1/payout under the payout's idempotency-key; a lost answer is asked again under it, paid once; Wave's error mapped", async (t) => {
   const dropped = wave.server.answersDropped;
   wave.server.dropAnswerNext(1, (r) => r.path === '/v1/payout');
-  const number = phone('221', '000', ++numbers);
+  const number = fresh('221');
   const po = await payout({ amount: 2500, phone_number: number, operator: 'wave' });
   await waitForPayout(service, key, po.id, 'paid');
   t.is(wave.server.answersDropped, dropped + 1);
@@ -181,7 +143,7 @@ test.serial("Wave: POST /v1/payout under the payout's idempotency-key; a lost an
   t.true(requests.length >= 1 && requests.every((r) => r.headers['idempotency-key'] === po.id));
   t.like([...wave.payouts.values()].find((p) => p.client_reference === po.id), { receive_amount: '2500', currency: 'XOF', mobile: number });
 
-  const blocked = phone('221', '000', ++numbers);
+  const blocked = fresh('221');
   wave.payoutErrors.set(blocked, 'blocked-account');
   const failed = await payout({ amount: 2500, phone_number: blocked, operator: 'wave' });
   t.is((await waitForPayout(service, key, failed.id, 'failed')).failure_code, 'recipient_account_blocked');
