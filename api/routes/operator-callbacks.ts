@@ -27,7 +27,7 @@
  *   gave no `return_url`.
  *
  * Unknown, late, repeated and forged callbacks change nothing, and get the answer a
- * genuine one gets, as fast: whether a reference exists is never read here.
+ * genuine one gets, as fast: the answer never waits on whether a reference exists.
  */
 import Router from '@koa/router';
 import getRawBody from 'raw-body';
