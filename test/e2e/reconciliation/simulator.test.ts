@@ -5,7 +5,10 @@
  * it: one `operator_discrepancy` (listed, retrievable, its event delivered), then the
  * intent succeeds if it can still take the payment, or a `late_payment` refund gives
  * it back if it cannot. Runs of the job, at once or one after another, record nothing
- * twice. The job is triggered here (its schedule's interval is an hour).
+ * twice. The job is triggered here (its schedule's interval is an hour). A run looks at
+ * every project, so the two late-payment tests run one after the other: run alongside,
+ * one test's run could find the other's payment while its intent is still `new`
+ * (before that test cancels it), and record the status it was found in.
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
@@ -79,7 +82,7 @@ async function timedOut(key: string, n: number) {
   return waitForStatus(e2e.service, key, pi.id, 'new', 30_000, (p) => p.last_payment_error?.operator_decline_code === 'approval_timeout');
 }
 
-test('a late payment on an intent that can still take it: one discrepancy, its event delivered, the intent succeeds', async (t) => {
+test.serial('a late payment on an intent that can still take it: one discrepancy, its event delivered, the intent succeeds', async (t) => {
   const k = await e2e.key('apply');
   await createEndpoint(e2e.service, k, e2e.receiver.url('/apply'), ['*']);
   const pi = await timedOut(k, 1);
@@ -111,7 +114,7 @@ test('a late payment on an intent that can still take it: one discrepancy, its e
   t.like(events.find((e) => e.type === 'operator_discrepancy.created')!.data.object, { id: found!.id, payment_intent: pi.id, resolution: 'pending' });
 });
 
-test('a late payment on a canceled intent is refunded through the operator with reason late_payment, once', async (t) => {
+test.serial('a late payment on a canceled intent is refunded through the operator with reason late_payment, once', async (t) => {
   const k = await e2e.key('refund');
   await createEndpoint(e2e.service, k, e2e.receiver.url('/refund'), ['*']);
   const pi = await timedOut(k, 2);
