@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   if (group === 'statement') return statement(values);
   if ((group !== 'keys' && group !== 'service-keys') || !command) fail(group === undefined ? 'a command is required' : `unknown command: ${positionals.join(' ')}`);
   const config = loadConfig(process.env, { needRedis: false });
-  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-cli');
+  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-cli', config.storeProfile);
   if (group === 'service-keys') {
     try {
       await serviceKeys(mongo.collections.serviceKeys, config, command, positionals.slice(2), values);
@@ -152,7 +152,7 @@ async function statement(values: { project?: string; live: boolean; currency?: s
     fail(`statement: ${(err as Error).message}`);
   }
   const config = loadConfig(process.env, { needRedis: false });
-  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-cli');
+  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'payments-cli', config.storeProfile);
   try {
     const lines = Readable.from(statementChunks(mongo.collections, { project: values.project, livemode: values.live }, range));
     await pipeline(lines, values.out ? createWriteStream(values.out) : process.stdout);

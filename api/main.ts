@@ -13,6 +13,7 @@ import { AdminFailures } from './admin-failures.js';
 import { createServer, type ServerResponse } from 'node:http';
 import { ApiKeyCache } from '../common/api-keys.js';
 import { loadConfig } from '../common/config.js';
+import { resolveStoreProfile } from '../common/store-profile.js';
 import { IdGenerator } from '../common/ids.js';
 import { ANSWER_KEY_ID, openQueues, revocationsChannel } from '../common/jobs.js';
 import { Seal } from '../common/seal.js';
@@ -178,7 +179,7 @@ async function main(): Promise<void> {
   logger.info('api ready');
   // Indexes serve queries and guard unique fields (the worker, which inserts, makes
   // sure of them before it takes jobs); the api never waits for them.
-  void untilDone(() => ensureIndexes(mongo.collections), failed('index check'));
+  void untilDone(async () => ensureIndexes(mongo.collections, await resolveStoreProfile(config.storeProfile, mongo.db)), failed('index check'));
 }
 
 runEntryPoint('api', import.meta.url, main);

@@ -32,7 +32,7 @@ const CEILING_BODY = JSON.stringify({ object: 'ceiling', ok: true });
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env, { needRedis: false });
-  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'bench-baseline');
+  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'bench-baseline', config.storeProfile);
   const ids = new IdGenerator(Date.now);
   const app = new Koa<State>();
   const router = new Router<State>();

@@ -1,6 +1,7 @@
 /** MongoDB: connection, collections and indexes. The document types are in documents.ts. */
 import { MongoClient, MongoServerError, type Collection, type MongoClientOptions, type CreateIndexesOptions, type Db, type Document, type Filter } from 'mongodb';
 import { jitteredBackoff } from './retry.js';
+import { resolveStoreProfile, type StoreProfile, type StoreProfileName } from './store-profile.js';
 import type { PayoutBatchDoc, PayoutDoc } from './payouts.js';
 import type { DiscrepancyKeyDoc, OperatorDiscrepancyDoc, SimulatorPaymentDoc } from './operator-discrepancies.js';
 import type { ApiKeyDoc, BalanceDoc, BalanceTransactionDoc, EventDoc, LedgerKeyDoc,
@@ -137,10 +138,10 @@ export function openMongo(
 }
 
 /** Connects and makes sure the indexes exist: for processes that need MongoDB before anything else. */
-export async function connectMongo(url: string, dbName: string, appName: string): Promise<Mongo> {
+export async function connectMongo(url: string, dbName: string, appName: string, forced: StoreProfileName | null): Promise<Mongo> {
   const mongo = openMongo(url, dbName, appName);
   await mongo.client.connect();
-  await ensureIndexes(mongo.collections);
+  await ensureIndexes(mongo.collections, await resolveStoreProfile(forced, mongo.db));
   return mongo;
 }
 
@@ -183,14 +184,16 @@ function index<T extends Document>(collection: Collection<T>, key: Record<string
 
 /**
  * Indexes for every query (scope, then newest first) and the unique `idem` field.
- * MongoDB uses all of them; the local stack's store enforces the unique ones on
- * insert but uses none for queries (docs/storage.md).
+ * MongoDB uses all of them. A store whose queries use no index (`queriesUseIndexes`,
+ * the local stack's) gets only the unique ones, which it enforces on insert: the
+ * others it would keep up on every write and never read (docs/storage.md), so those
+ * an earlier start or the other profile made are dropped.
  *
  * Only missing indexes are created. Listing is a read; creating one, even one that
  * exists, may be a write that queues behind every other write: a process restarting
  * under load would wait for its turn for nothing.
  */
-export async function ensureIndexes(c: Collections): Promise<void> {
+export async function ensureIndexes(c: Collections, store: Pick<StoreProfile, 'queriesUseIndexes'>): Promise<void> {
   const scoped = { project: 1, livemode: 1, _id: -1 } as const;
   // Sparse: only documents created with a key carry `idem`.
   const idem = { name: 'idem', unique: true, sparse: true };
@@ -276,10 +279,12 @@ export async function ensureIndexes(c: Collections): Promise<void> {
     }
     return names;
   };
+  const serves = (spec: IndexSpec) => store.queriesUseIndexes || spec.options.unique === true;
   await Promise.all(
     specs.map(async (spec) => {
-      if ((await namesOf(spec.collection)).has(spec.options.name)) return;
-      await spec.collection.createIndex(spec.key, spec.options);
+      const present = (await namesOf(spec.collection)).has(spec.options.name);
+      if (serves(spec) && !present) await spec.collection.createIndex(spec.key, spec.options);
+      if (!serves(spec) && present) await spec.collection.dropIndex(spec.options.name);
     }),
   );
 }

@@ -189,8 +189,8 @@ async function main(): Promise<void> {
   await untilDone(
     async () => {
       await connect(mongo);
-      await ensureIndexes(mongo.collections);
       storeProfile = await resolveStoreProfile(config.storeProfile, mongo.db);
+      await ensureIndexes(mongo.collections, storeProfile);
     },
     (err, failures) => {
       if (failures === 1 || failures % 10 === 0) logger.warn({ err: err.message, failures }, 'MongoDB not ready: retrying');

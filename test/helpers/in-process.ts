@@ -64,7 +64,7 @@ export async function openStack(env: Record<string, string> = {}): Promise<Stack
     ...stackEnv(),
     ...env,
   });
-  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'test');
+  const mongo = await connectMongo(config.mongodbUrl, config.mongodbDb, 'test', config.storeProfile);
   const redis = createRedis(redisTarget(config), 'failFast', 'test');
   await waitReady(redis);
   return {
