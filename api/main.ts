@@ -179,7 +179,7 @@ async function main(): Promise<void> {
   logger.info('api ready');
   // Indexes serve queries and guard unique fields (the worker, which inserts, makes
   // sure of them before it takes jobs); the api never waits for them.
-  void untilDone(async () => ensureIndexes(mongo.collections, await resolveStoreProfile(config.storeProfile, mongo.db)), failed('index check'));
+  void untilDone(async () => ensureIndexes(mongo, await resolveStoreProfile(config.storeProfile, mongo.db)), failed('index check'));
 }
 
 runEntryPoint('api', import.meta.url, main);

@@ -141,7 +141,7 @@ export function openMongo(
 export async function connectMongo(url: string, dbName: string, appName: string, forced: StoreProfileName | null): Promise<Mongo> {
   const mongo = openMongo(url, dbName, appName);
   await mongo.client.connect();
-  await ensureIndexes(mongo.collections, await resolveStoreProfile(forced, mongo.db));
+  await ensureIndexes(mongo, await resolveStoreProfile(forced, mongo.db));
   return mongo;
 }
 
@@ -193,7 +193,8 @@ function index<T extends Document>(collection: Collection<T>, key: Record<string
  * exists, may be a write that queues behind every other write: a process restarting
  * under load would wait for its turn for nothing.
  */
-export async function ensureIndexes(c: Collections, store: Pick<StoreProfile, 'queriesUseIndexes'>): Promise<void> {
+export async function ensureIndexes(mongo: Pick<Mongo, 'db' | 'collections'>, store: Pick<StoreProfile, 'queriesUseIndexes'>): Promise<void> {
+  const c = mongo.collections;
   const scoped = { project: 1, livemode: 1, _id: -1 } as const;
   // Sparse: only documents created with a key carry `idem`.
   const idem = { name: 'idem', unique: true, sparse: true };
@@ -286,6 +287,19 @@ export async function ensureIndexes(c: Collections, store: Pick<StoreProfile, 'q
       if (serves(spec) && !present) await spec.collection.createIndex(spec.key, spec.options);
       if (!serves(spec) && present) await spec.collection.dropIndex(spec.options.name);
     }),
+  );
+  // Every collection exists before the first job, though no index made it: on the local
+  // stack the `_id` index the stack adds then comes before the load, not behind it
+  // (docs/storage.md, decision 0011).
+  const made = new Set((await mongo.db.listCollections({}, { nameOnly: true }).toArray()).map((info) => info.name));
+  const names = new Set(Object.values(c).map((collection: Collection) => collection.collectionName));
+  await Promise.all(
+    [...names].filter((name) => !made.has(name)).map((name) =>
+      mongo.db.createCollection(name).catch((err: unknown) => {
+        // Made meanwhile, by another process starting.
+        if (!(err instanceof MongoServerError && err.code === 48)) throw err;
+      }),
+    ),
   );
 }
 

@@ -190,7 +190,7 @@ async function main(): Promise<void> {
     async () => {
       await connect(mongo);
       storeProfile = await resolveStoreProfile(config.storeProfile, mongo.db);
-      await ensureIndexes(mongo.collections, storeProfile);
+      await ensureIndexes(mongo, storeProfile);
     },
     (err, failures) => {
       if (failures === 1 || failures % 10 === 0) logger.warn({ err: err.message, failures }, 'MongoDB not ready: retrying');

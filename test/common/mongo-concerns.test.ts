@@ -24,7 +24,7 @@ test('FerretDB takes majority concerns: indexes, inserts, updates, reads and cou
     await mongo.client.close();
   });
   t.deepEqual(mongo.collections.paymentIntents.writeConcern?.w, 'majority', 'the concerns reach the collections');
-  await ensureIndexes(mongo.collections, { queriesUseIndexes: true });
+  await ensureIndexes(mongo, { queriesUseIndexes: true });
   const refunds = mongo.db.collection<{ _id: string; n: number }>('concern_probe');
   await refunds.insertOne({ _id: 'a', n: 1 });
   await refunds.insertMany([{ _id: 'b', n: 2 }, { _id: 'c', n: 3 }]);

@@ -25,7 +25,7 @@ test.before(async () => {
   client = new MongoClient(stackUrls().mongoUrl);
   await client.connect();
   redis = new Redis(stackUrls().redisUrl);
-  await ensureIndexes(collectionsOf(client.db(dbName)), { queriesUseIndexes: true });
+  await ensureIndexes({ db: client.db(dbName), collections: collectionsOf(client.db(dbName)) }, { queriesUseIndexes: true });
 });
 
 test.after.always(async () => {
