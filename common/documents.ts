@@ -274,6 +274,13 @@ export interface EventKeyDoc {
   event: string;
   /** A payout batch's create request: the ids its first job chose for its items, in order (worker/payouts/create.ts). */
   items?: string[];
+  /**
+   * A payment's succeeded event: the balance transaction that posts the payment, and
+   * when it was claimed (epoch ms). The claim is the movement's ledger identity, in
+   * place of a `ledger_keys` document (worker/balance/ledger.ts `HeldIdentity`).
+   */
+  txn?: string;
+  claimed_ms?: number;
 }
 
 export interface EventDoc {

@@ -10,6 +10,7 @@
  * the same change finds the key taken and records nothing. A retry of the same event
  * finds its own id there and goes on (every later step is idempotent).
  */
+import type { EventKeyDoc } from '../common/documents.js';
 import type { Collections } from '../common/mongo.js';
 import { isDuplicateKey } from '../common/mongo.js';
 import type { InsertBatcher } from './group-commit.js';
@@ -29,12 +30,27 @@ export async function claimEvent(deps: IdentityDeps, key: string, eventId: strin
  * recorded before, by anyone) from a retry's (`mine`) and another event's (`other`).
  */
 export async function claimEventOnce(deps: IdentityDeps, key: string, eventId: string): Promise<'taken' | 'mine' | 'other'> {
+  return (await claimEventNaming(deps, key, eventId)).outcome;
+}
+
+/**
+ * As `claimEventOnce`, the claim also naming what the change's first writer chose
+ * beside its event (`names`: a payment's balance transaction, ../balance/ledger.ts
+ * `HeldIdentity`), so one insert claims both. A retry gets back the claim as stored.
+ */
+export async function claimEventNaming(
+  deps: IdentityDeps,
+  key: string,
+  eventId: string,
+  names: Pick<EventKeyDoc, 'txn' | 'claimed_ms'> = {},
+): Promise<{ outcome: 'taken' | 'mine' | 'other'; claim: EventKeyDoc | null }> {
+  const doc: EventKeyDoc = { _id: key, event: eventId, ...names };
   try {
-    await deps.inserts.insert(deps.collections.eventKeys, { _id: key, event: eventId });
-    return 'taken';
+    await deps.inserts.insert(deps.collections.eventKeys, doc);
+    return { outcome: 'taken', claim: doc };
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
   }
   const taken = await deps.collections.eventKeys.findOne({ _id: key });
-  return taken?.event === eventId ? 'mine' : 'other';
+  return { outcome: taken?.event === eventId ? 'mine' : 'other', claim: taken };
 }

@@ -75,6 +75,17 @@ export class InsertBatcher {
     return stored;
   }
 
+  /**
+   * Inserts `docs` as `insert` does, their batch sent at once: for a writer that has
+   * all its documents in hand (a ledger round's transactions), which waiting for
+   * others would only delay. Each document's promise settles as `insert`'s.
+   */
+  insertNow<T extends object>(collection: Collection<T>, docs: T[]): Array<Promise<void>> {
+    const stored = docs.map((doc) => this.insert(collection, doc));
+    if (this.enabled) this.flush(`${collection.dbName}.${collection.collectionName}`);
+    return stored;
+  }
+
   /** Sends whatever is waiting now (used at shutdown). */
   flushAll(): void {
     for (const key of [...this.batches.keys()]) this.flush(key);

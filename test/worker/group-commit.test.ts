@@ -57,6 +57,15 @@ test('a full batch is flushed at once, without waiting for the timer', async (t)
   t.is(await collection.countDocuments({}), 3);
 });
 
+test('insertNow sends its documents, with any waiting, in one insertMany at once', async (t) => {
+  const collection = client.db(dbName).collection<Doc>(uniqueName('c'));
+  const batcher = new InsertBatcher({ maxDocs: 10, waitMs: 60_000 });
+  const waiting = batcher.insert(collection, { _id: 'w', n: 0 });
+  await Promise.all([waiting, ...batcher.insertNow(collection, [1, 2, 3].map((n) => ({ _id: `d${n}`, n })))]);
+  t.is(batcher.stats.flushes, 1);
+  t.is(await collection.countDocuments({}), 4);
+});
+
 test('an infrastructure fault fails every caller of the batch', async (t) => {
   const closed = new MongoClient(stackUrls().mongoUrl, { serverSelectionTimeoutMS: 500 });
   await closed.connect();

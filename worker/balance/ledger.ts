@@ -7,7 +7,8 @@
  *   `movementKeys`): a payment, a refund held or released, a payout held or
  *   released, an adjustment. Its identity (`ledger_keys`, `_id` = balance + key) is
  *   claimed by an insert before its round writes the balance, naming the
- *   transaction to come; a retried job, a sweeper or a second writer that posts the
+ *   transaction to come (a payment's is claimed with its succeeded event,
+ *   `HeldIdentity`); a retried job, a sweeper or a second writer that posts the
  *   same movement has its claim refused, finds the first transaction and gets it
  *   back, posting nothing (`claim`). Transactions are never updated or deleted: a
  *   release is a reversal.
@@ -61,6 +62,19 @@ export interface Posting extends Scope {
   source: string;
   operator: string | null;
   description?: string | null;
+}
+
+/**
+ * A movement's identity claimed by a write its path makes anyway (a payment's: its
+ * succeeded event's claim in `event_keys`, ../event-identity.ts), naming the
+ * transaction that posts it: its round inserts no `ledger_keys` claim of its own.
+ */
+export interface HeldIdentity {
+  txn: string;
+  /** When it was claimed (epoch ms): a claim's lease runs from it. */
+  claimedMs: number;
+  /** This call's own insert made it, so nothing was posted under it before; false: a retry's, found. */
+  fresh: boolean;
 }
 
 export type PostOutcome =
@@ -120,6 +134,12 @@ interface Session {
 const SESSION_ROUNDS = 32;
 const SESSION_MS = 1_000;
 const YIELD_MS = 40;
+/**
+ * How long a session with nothing to post keeps the balance before it frees the lock:
+ * postings that come a moment apart (a worker's jobs finish one by one) then go on
+ * in the same session, without taking the lock again or reading the balance.
+ */
+const SESSION_IDLE_MS = 25;
 
 /** A round's identities: the transaction ids it claimed or adopted, and the movements found posted before (or still being posted). */
 interface Claims {
@@ -131,10 +151,16 @@ interface Claims {
 
 interface Waiting {
   posting: Posting;
+  identity?: HeldIdentity;
   /** A hold: refused when the balance's `available` would fall below 0. */
   guard: boolean;
   resolve: (outcome: PostOutcome) => void;
   reject: (err: unknown) => void;
+}
+
+/** The `claimedHere` entry of a held identity (HeldIdentity), apart from the `ledger_keys` ids. */
+function heldClaimId(txn: string): string {
+  return `held:${txn}`;
 }
 
 export function balanceLockKey(prefix: string, balance: string): string {
@@ -149,6 +175,8 @@ export class BalanceLedger {
   private readonly claimedHere = new Map<string, string>();
   /** Movements this process posted, by balance and key: a second posting of one (a refund's end) reads nothing. */
   private readonly postedHere = new Map<string, BalanceTransactionDoc>();
+  /** A session's idle wait, by balance: the next posting of that balance ends it. */
+  private readonly idle = new Map<string, () => void>();
 
   constructor(private readonly deps: BalanceLedgerDeps) {}
 
@@ -158,8 +186,8 @@ export class BalanceLedger {
    * job that took the change's first claim may meet a retry of itself (a job run
    * again after its lock was lost) that posted it meanwhile.
    */
-  post(posting: Posting): Promise<PostOutcome> {
-    return this.enqueue(posting, false);
+  post(posting: Posting, identity?: HeldIdentity): Promise<PostOutcome> {
+    return this.enqueue(posting, false, identity);
   }
 
   /**
@@ -171,20 +199,22 @@ export class BalanceLedger {
     return this.enqueue({ ...posting, amount: -Math.abs(posting.amount) }, true);
   }
 
-  private enqueue(posting: Posting, guard: boolean): Promise<PostOutcome> {
+  private enqueue(posting: Posting, guard: boolean, identity?: HeldIdentity): Promise<PostOutcome> {
     if (!Number.isSafeInteger(posting.amount) || posting.amount === 0) return Promise.reject(new Error(`ledger: posting ${posting.key} has no whole amount`));
     const balance = balanceId(posting, posting.currency);
     return new Promise<PostOutcome>((resolve, reject) => {
       const list = this.waiting.get(balance) ?? [];
-      list.push({ posting, guard, resolve, reject });
+      list.push({ posting, guard, identity, resolve, reject });
       this.waiting.set(balance, list);
+      this.idle.get(balance)?.();
       if (!this.running.has(balance)) void this.drain(balance);
     });
   }
 
   /**
-   * Rounds of one balance, one after another. Consecutive rounds keep the balance's
-   * lock (a session, at most SESSION_ROUNDS of them or SESSION_MS) and the balance as the last
+   * Rounds of one balance, one after another. Consecutive rounds, and those whose
+   * postings come within SESSION_IDLE_MS of the last, keep the balance's lock (a
+   * session, at most SESSION_ROUNDS of them or SESSION_MS) and the balance as the last
    * one wrote it, so they neither take the lock again nor read the balance. A
    * round's inserts run beside the next round; until they are confirmed, its
    * transactions ride in every tail the session writes, so a crash loses none.
@@ -197,6 +227,7 @@ export class BalanceLedger {
         const list = this.waiting.get(balance) ?? [];
         if (list.length === 0) {
           if (!session) break;
+          if (Date.now() - session.openedMs < SESSION_MS && (await this.arrival(balance))) continue;
           await this.close(session);
           session = null;
           continue;
@@ -237,6 +268,19 @@ export class BalanceLedger {
     }
   }
 
+  /** Whether a posting of `balance` comes within SESSION_IDLE_MS. */
+  private arrival(balance: string): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(false), SESSION_IDLE_MS);
+      const done = (came: boolean) => {
+        clearTimeout(timer);
+        this.idle.delete(balance);
+        resolve(came);
+      };
+      this.idle.set(balance, () => done(true));
+    });
+  }
+
   private async open(balance: string): Promise<Session> {
     const lock = new RecordLock(this.deps.redis, balanceLockKey(this.deps.prefix, balance), BALANCE_LOCK);
     await lock.acquire();
@@ -263,6 +307,8 @@ export class BalanceLedger {
     // The claims this round inserted, and whether it has sent its balance's update: a round
     // that fails before that takes its claims back, so a retry elsewhere need not wait out their lease.
     const made: string[] = [];
+    // The held identities it takes as its claims: not its to take back (Waiting.identity).
+    const held: string[] = [];
     let sent = false;
     try {
       for (let race = 0; race < MAX_RACES; race++) {
@@ -274,7 +320,7 @@ export class BalanceLedger {
           session.unconfirmed = [];
         }
         // The round's identities: claimed once, held across its races.
-        claims ??= await this.claim(balance, waiting, made);
+        claims ??= await this.claim(balance, waiting, made, held);
         const outcomes: Array<PostOutcome | Error | null> = waiting.map((w) => claims!.before.get(w.posting.key) ?? null);
         const now = this.deps.now();
         let available = before?.available ?? 0;
@@ -330,7 +376,7 @@ export class BalanceLedger {
         }
         session.balance = { _id: balance, ...after };
         session.unconfirmed = tail;
-        for (const id of made) this.claimedHere.delete(id);
+        for (const id of [...made, ...held]) this.claimedHere.delete(id);
         // Posted: a retry of any of them answers from memory from now on.
         for (const txn of posted) this.postedHere.set(ledgerKeyId(balance, txn.key), txn);
         const claimed = claims.txn;
@@ -367,9 +413,11 @@ export class BalanceLedger {
    * fails, and its job's retry finds it posted) or died before writing its balance
    * (older than CLAIM_LEASE_MS, which no live round outlasts: it is adopted, and its
    * transaction posted now). A hold (guarded) is decided on the balance first, so its
-   * identity is read, and written with its transaction.
+   * identity is read, and written with its transaction. A held identity (a payment's,
+   * HeldIdentity) is taken as its claim when fresh; a retry's is posted when its
+   * transaction is found, and otherwise adopted as a refused claim is.
    */
-  private async claim(balance: string, waiting: Waiting[], made: string[]): Promise<Claims> {
+  private async claim(balance: string, waiting: Waiting[], made: string[], heldMade: string[]): Promise<Claims> {
     const claims: Claims = { txn: new Map(), before: new Map(), oldest: null };
     const { collections: c, inserts } = this.deps;
     const claimedMs = this.deps.now();
@@ -386,11 +434,24 @@ export class BalanceLedger {
     };
     const seen = new Set<string>();
     await Promise.all(
-      waiting.map(async ({ posting: { key }, guard }) => {
+      waiting.map(async ({ posting: { key }, guard, identity: held }) => {
         if (seen.has(key)) return;
         seen.add(key);
         const here = this.postedHere.get(ledgerKeyId(balance, key));
         if (here) return found(key, { kind: 'posted', txn: here, again: true });
+        if (held) {
+          const id = heldClaimId(held.txn);
+          if (held.fresh) {
+            this.claimedHere.set(id, held.txn);
+            heldMade.push(id);
+            claims.txn.set(key, held.txn);
+            claims.oldest = Math.min(claims.oldest ?? Infinity, held.claimedMs);
+            return;
+          }
+          const txn = await c.balanceTransactions.findOne({ _id: held.txn });
+          if (txn) return found(key, { kind: 'posted', txn, again: true });
+          return adopt(key, { _id: id, txn: held.txn, claimed_ms: held.claimedMs });
+        }
         if (guard) {
           const before = await this.postedBefore(balance, key);
           if (before?.txn) return found(key, { kind: 'posted', txn: before.txn, again: true });
@@ -465,12 +526,9 @@ export class BalanceLedger {
       p.catch((err: unknown) => {
         if (!isDuplicateKey(err)) throw err;
       });
-    await Promise.all(
-      tail.flatMap((txn) => [
-        once(inserts.insert(c.balanceTransactions, txn)),
-        ...(withIdentity(txn) ? [once(inserts.insert(c.ledgerKeys, { _id: ledgerKeyId(balanceId(txn, txn.currency), txn.key), txn: txn._id }))] : []),
-      ]),
-    );
+    // Sent at once: the round has all its documents (InsertBatcher.insertNow).
+    const identities = tail.filter(withIdentity).map((txn) => ({ _id: ledgerKeyId(balanceId(txn, txn.currency), txn.key), txn: txn._id }));
+    await Promise.all([...inserts.insertNow(c.balanceTransactions, tail), ...inserts.insertNow(c.ledgerKeys, identities)].map(once));
     for (const txn of tail) this.remember(txn);
   }
 

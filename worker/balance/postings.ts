@@ -14,7 +14,7 @@
 import type { PaymentIntentDoc, RefundLedgerEntry } from '../../common/documents.js';
 import { feeOf, movementKeys, NO_FEE, type FeeSchedule } from '../../common/ledger.js';
 import type { OperatorAccount } from '../../common/operator-accounts.js';
-import type { BalanceLedger, Posting } from './ledger.js';
+import type { BalanceLedger, HeldIdentity, Posting } from './ledger.js';
 
 export interface Postings {
   ledger: BalanceLedger;
@@ -28,7 +28,8 @@ export function accountFees(accounts: readonly OperatorAccount[]): (intent: Paym
   return (intent) => (intent.livemode && intent.payment?.account ? (byId.get(intent.payment.account) ?? NO_FEE) : NO_FEE);
 }
 
-export async function postPayment(postings: Postings, intent: PaymentIntentDoc): Promise<void> {
+/** The payment's posting; `identity`: its claim, made with its succeeded event's (../lifecycle/transition.ts). */
+export async function postPayment(postings: Postings, intent: PaymentIntentDoc, identity?: HeldIdentity): Promise<void> {
   await postings.ledger.post({
     project: intent.project,
     livemode: intent.livemode,
@@ -40,7 +41,7 @@ export async function postPayment(postings: Postings, intent: PaymentIntentDoc):
     source: intent._id,
     operator: intent.payment?.operator ?? null,
     description: intent.description,
-  });
+  }, identity);
 }
 
 /**

@@ -53,7 +53,8 @@ import type { FencedUpdates } from '../fenced-updates.js';
 import { retryInfrastructure } from '../../common/retry.js';
 import { intentTokenKey, intentTokenReplacement } from '../../common/intent-tokens.js';
 import { conditionalUpdateFilter } from '../../common/store-profile.js';
-import { claimEventOnce } from '../event-identity.js';
+import { claimEventNaming } from '../event-identity.js';
+import type { HeldIdentity } from '../balance/ledger.js';
 import { postPayment, type Postings } from '../balance/postings.js';
 
 export interface TransitionDeps {
@@ -347,13 +348,18 @@ type Evt = NonNullable<MutationRecord['evt']>;
  * and the outbox sweeper delivers what the fan-out could not.
  */
 async function recordEvent(deps: TransitionDeps, doc: PaymentIntentDoc, evt: Evt): Promise<void> {
+  const postings = evt.type === 'payment_intent.succeeded' ? deps.postings : undefined;
+  // A payment's event claim names the transaction that posts it: one insert claims both.
+  const names = postings ? { txn: deps.ids.next('balance_transaction'), claimed_ms: deps.now() } : undefined;
+  const { outcome, claim } = evt.k ? await claimEventNaming(deps, evt.k, evt.id, names) : { outcome: 'mine' as const, claim: null };
   // Another writer of this transition recorded it (its lock lost to a Redis that forgot): nothing more.
-  const claim = evt.k ? await claimEventOnce(deps, evt.k, evt.id) : 'mine';
-  if (claim === 'other') return;
+  if (outcome === 'other') return;
   // The payment's posting goes beside the outbox's steps, and before the event's
   // document: an event recorded is a payment posted, and whatever records a lost
   // event (its job's retry, recordedBefore) posts it too, once (../balance/ledger.ts).
-  const posted = evt.type === 'payment_intent.succeeded' && deps.postings ? postPayment(deps.postings, doc) : null;
+  // A claim with no transaction (none taken: a record without `k`) leaves the ledger to claim its own.
+  const identity: HeldIdentity | undefined = claim?.txn ? { txn: claim.txn, claimedMs: claim.claimed_ms ?? 0, fresh: outcome === 'taken' } : undefined;
+  const posted = postings ? postPayment(postings, doc, identity) : null;
   posted?.catch(() => undefined);
   const scope = { project: doc.project, livemode: doc.livemode };
   const hooked = await scopeMayWant(deps.redis, deps.prefix, deps.collections, scope, evt.type).catch(() => true);

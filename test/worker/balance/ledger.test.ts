@@ -150,3 +150,22 @@ test('a claim whose round died: while young it fails the posting (a retry finds 
   t.is(sum, 500);
   t.is(balance?.available, 500);
 });
+
+test("a payment's identity held by its event claim: posted under its transaction with no claim of the ledger's; a retry finds it; one whose round died is adopted once its lease is over", async (t) => {
+  const project = uniqueName('p');
+  const [a, b] = [ledger(false), ledger(false)];
+  const now = Date.now();
+  const first = await a.post(payment(project, 'pi_held', 800), { txn: 'txn_held', claimedMs: now, fresh: true });
+  t.like(first, { kind: 'posted', again: false, txn: { _id: 'txn_held', balance_after: 800 } });
+  t.is(await c().ledgerKeys.findOne({ _id: ledgerKeyId(balanceId({ project, livemode: false }, 'xof'), movementKeys.payment('pi_held')) }), null, 'no ledger_keys claim');
+  t.like(await b.post(payment(project, 'pi_held', 800), { txn: 'txn_held', claimedMs: now, fresh: false }), { kind: 'posted', again: true, txn: { _id: 'txn_held' } }, "another worker's retry finds it");
+
+  // A claim whose round died before its balance's update: its transaction is nowhere.
+  await t.throwsAsync(b.post(payment(project, 'pi_dead', 300), { txn: 'txn_dead2', claimedMs: Date.now(), fresh: false }), { message: /being posted by another round/ });
+  const adopted = await b.post(payment(project, 'pi_dead', 300), { txn: 'txn_dead2', claimedMs: Date.now() - CLAIM_LEASE_MS, fresh: false });
+  t.like(adopted, { kind: 'posted', again: false, txn: { _id: 'txn_dead2', balance_after: 1100 } });
+  const { sum, count, balance } = await sumOf(project);
+  t.is(count, 2);
+  t.is(sum, 1100);
+  t.like(balance, { available: 1100, seq: 2 });
+});
