@@ -60,13 +60,18 @@ export function catalogRefusal(doc: Money, operator: string, phone: string, subj
   return null;
 }
 
+/** How a live account of `operator` is configured, for an error's message: the variables, or that no connector exists. */
+export function howToConfigure(operator: string): string {
+  const group = operator === 'mtn_momo' ? 'MTN_MOMO_*' : operator === 'mpesa' ? 'MPESA_*' : operator === 'wave' ? 'WAVE_* (and WAVE_COUNTRY)' : null;
+  return group
+    ? `set the ${group} variables for an account that serves it, or add one to OPERATOR_ACCOUNTS_FILE (docs/live-operators.md)`
+    : 'this service has no connector for it yet (docs/live-operators.md)';
+}
+
 export function notConfigured(operator: string, phone: string): ErrorDetail {
   const country = countryOf(phone);
   const where = country ? `${country.name} (+${country.callingCode})` : 'this number\'s country';
-  const group = operator === 'mtn_momo' ? 'MTN_MOMO_*' : operator === 'mpesa' ? 'MPESA_*' : operator === 'wave' ? 'WAVE_* (and WAVE_COUNTRY)' : null;
-  const how = group
-    ? `set the ${group} variables for an account that serves it, or add one to OPERATOR_ACCOUNTS_FILE (docs/live-operators.md)`
-    : 'this service has no connector for it yet (docs/live-operators.md)';
+  const how = howToConfigure(operator);
   return {
     code: 'operator_not_configured',
     message: `No live ${operator} account serves ${where}: ${how}.`,

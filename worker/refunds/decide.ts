@@ -7,6 +7,7 @@ import type { ErrorDetail } from '../../common/errors.js';
 import type { PaymentIntentDoc, RefundLedgerEntry } from '../../common/documents.js';
 import type { DeclineCode } from '../../common/lifecycle.js';
 import { currencyExponent, formatAmount } from '../../common/money.js';
+import { howToConfigure } from '../../common/operator-terms.js';
 import { refundSupport } from '../../common/refund-support.js';
 
 export type HoldDecision = { kind: 'refuse'; detail: ErrorDetail } | { kind: 'hold'; amount: number; operator: string };
@@ -63,7 +64,7 @@ export function decideHold(doc: PaymentIntentDoc, amount: number | null, liveOpe
       kind: 'refuse',
       detail: {
         code: 'operator_not_configured',
-        message: `No live connector is configured for ${operator}: live refunds through it cannot be made yet.`,
+        message: `No live connector is configured for ${operator}, so live refunds through it cannot be made: ${howToConfigure(operator)}.`,
         param: 'payment_intent',
       },
     };

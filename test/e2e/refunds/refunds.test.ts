@@ -288,6 +288,7 @@ test('live mode: a refund through an operator without a connector answers operat
   const res = await refund(e2e.service, live, { payment_intent: id });
   t.is(res.status, 400, res.text);
   t.like(res.body.error, { code: 'operator_not_configured' });
+  t.regex(res.body.error.message, /MTN_MOMO_\* variables/, 'the message says what to configure');
   t.is((await storedIntent(id)).amount_held, undefined);
   t.deepEqual(await listAllRefunds(e2e.service, live), []);
 });
