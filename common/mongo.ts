@@ -285,7 +285,12 @@ export async function ensureIndexes(mongo: Pick<Mongo, 'db' | 'collections'>, st
     specs.map(async (spec) => {
       const present = (await namesOf(spec.collection)).has(spec.options.name);
       if (serves(spec) && !present) await spec.collection.createIndex(spec.key, spec.options);
-      if (!serves(spec) && present) await spec.collection.dropIndex(spec.options.name);
+      if (!serves(spec) && present) {
+        await spec.collection.dropIndex(spec.options.name).catch((err: unknown) => {
+          // Dropped meanwhile, by another process starting (IndexNotFound).
+          if (!(err instanceof MongoServerError && err.code === 27)) throw err;
+        });
+      }
     }),
   );
   // Every collection exists before the first job, though no index made it: on the local

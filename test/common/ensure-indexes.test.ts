@@ -33,7 +33,8 @@ test('a store that reads no index keeps only the unique ones, and they still ref
   t.true(all.includes('scope_id') && all.includes('sweep_expires_at') && all.includes('idem'), all.join(', '));
   t.true((await names(c.balanceTransactions)).includes('statement'));
 
-  await ensureIndexes({ db, collections: c }, STORE_PROFILES.ferretdb);
+  // An api and a worker starting at once: both drop the same indexes.
+  await Promise.all([ensureIndexes({ db, collections: c }, STORE_PROFILES.ferretdb), ensureIndexes({ db, collections: c }, STORE_PROFILES.ferretdb)]);
   t.deepEqual(await names(c.paymentIntents), ['_id_', 'idem']);
   t.deepEqual(await names(c.balanceTransactions), ['_id_']);
   t.deepEqual(await names(c.apiKeys), ['_id_', 'hash']);
