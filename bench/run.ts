@@ -20,6 +20,7 @@ import { loadAverage1m } from './results-log.js';
 import { runRefundScenarios } from './scenarios/s7-refunds.js';
 import { runLedgerScenarios } from './scenarios/s8-s9-ledger.js';
 import { runPayoutScenarios } from './scenarios/s10-payouts.js';
+import { runLedgerCost } from './scenarios/ledger-cost.js';
 import { killAll, stopChildrenOnExit } from './service.js';
 import { settings } from './settings.js';
 
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
   const groups: GroupResult[] = [];
   try {
     // One group at a time, so that no group measures the load of another.
-    for (const group of [runBaselineScenarios, runCreateScenarios, runReplayScenarios, runListScenarios, runConfirmScenarios, runRefundScenarios, runLedgerScenarios, runPayoutScenarios]) {
+    for (const group of [runBaselineScenarios, runCreateScenarios, runReplayScenarios, runListScenarios, runConfirmScenarios, runRefundScenarios, runLedgerScenarios, runPayoutScenarios, runLedgerCost]) {
       groups.push(await group(mongo));
     }
   } finally {

@@ -115,6 +115,8 @@ export const settings = {
   s6SteadyS: envNumber('BENCH_S6_STEADY_S', smokeDefault(30, 1)),
   /** S7: how many intents are paid, then refunded once each. */
   s7Refunds: envNumber('BENCH_S7_REFUNDS', smokeDefault(300, 5)),
+  /** S6 and S7 again, in this many pairs with the worker's postings off and on (bench/scenarios/ledger-cost.ts); 0: not run. */
+  ledgerPairs: envNumber('BENCH_LEDGER_PAIRS', 0),
   /** S8: the transactions of the statement (100 000; 500 in a smoke run). */
   s8Rows: envNumber('BENCH_S8_ROWS', smokeDefault(100_000, 500)),
   /** S10: the payouts of the one batch (at most 1,000, the route's limit). */

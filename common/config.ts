@@ -115,6 +115,12 @@ export interface Config {
   confirmFailureLimit: number;
   /** Live operators' credentials (DESIGN section 12): a group is null unless every one of its variables is set. */
   liveOperators: LiveOperatorsConfig;
+  /**
+   * `LEDGER_POSTINGS`: false (`off`) only to measure what posting costs the payment
+   * path (`BENCH_LEDGER_PAIRS`, bench/README.md): the worker then posts nothing, and
+   * the balances are wrong. Refused beside a live operator.
+   */
+  ledgerPostings: boolean;
   /** What is deleted when, and how much test mode may create (DESIGN section 20, "Storage is bounded"). */
   retention: RetentionConfig;
 }
@@ -340,6 +346,7 @@ const schema = Joi.object({
     .pattern(/^[A-Za-z]{3}$/)
     .custom((value: string, helpers) => (isCurrency(value) ? value : helpers.message({ custom: `"DEFAULT_CURRENCY" must be an ISO 4217 currency code, such as xof (got ${value})` })))
     .default('xof'),
+  LEDGER_POSTINGS: Joi.string().valid('on', 'off').default('on'),
   OPERATORS: Joi.string().pattern(/^[a-z0-9_]+(,[a-z0-9_]+)*$/).default(DEFAULT_OPERATORS.join(',')),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(0).default(500),
   RECORD_LOCK_WAIT_MS: Joi.number().integer().min(50).max(30_000).default(2_000),
@@ -482,6 +489,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
   if (configuredOperators({ liveOperators }).length > 0 && !value.PUBLIC_BASE_URL) {
     problems.push('"PUBLIC_BASE_URL" is required once a live operator is configured: operators\' callbacks are sent to it');
   }
+  if (value.LEDGER_POSTINGS === 'off' && configuredOperators({ liveOperators }).length > 0) {
+    problems.push('"LEDGER_POSTINGS" off (a benchmark\'s baseline: nothing posted to the ledger) is refused once a live operator is configured: live money must be posted');
+  }
   if (value.REDIS_CLUSTER_NODES && parseClusterNodes(value.REDIS_CLUSTER_NODES as string).some((node) => node.port < 1 || node.port > 65535)) {
     problems.push('"REDIS_CLUSTER_NODES" names a port outside 1-65535');
   }
@@ -537,6 +547,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { need
     sweepBudgetMs: value.SWEEP_BUDGET_MS,
     confirmFailureLimit: value.CONFIRM_FAILURE_LIMIT,
     liveOperators,
+    ledgerPostings: value.LEDGER_POSTINGS === 'on',
     retention: {
       eventMs: value.EVENT_RETENTION_DAYS * DAY,
       testDataMs: value.TEST_DATA_RETENTION_DAYS * DAY,

@@ -141,7 +141,8 @@ export function buildJobDeps({ config, logger, mongo, redis, now, ids, storeProf
   const callbackKeys = new ServiceKeyring(collections.serviceKeys, CALLBACK_KEY_ID, keyring);
   // The ledger: postings of a balance that meet go in one round (balance/ledger.ts).
   const ledger = new BalanceLedger({ collections, inserts, redis: redis.commands, prefix, ids, now, atomicConditionalUpdates: storeProfile.atomicConditionalUpdates, gate: writes });
-  const postings: Postings = { ledger, feesOf: accountFees(config.liveOperators.accounts) };
+  // Absent (LEDGER_POSTINGS=off, a benchmark's baseline only): nothing is posted.
+  const postings: Postings | undefined = config.ledgerPostings ? { ledger, feesOf: accountFees(config.liveOperators.accounts) } : undefined;
   const lifecycleDeps: LifecycleDeps = {
     ...createDeps,
     eventsQueue,

@@ -177,6 +177,7 @@ function logStarted(logger: Logger, config: Config, storeProfile: StoreProfile, 
     },
     'worker started',
   );
+  if (!config.ledgerPostings) logger.warn('LEDGER_POSTINGS=off: nothing is posted to the ledger, and the balances are wrong (a benchmark\'s baseline only)');
 }
 
 async function main(): Promise<void> {

@@ -96,6 +96,14 @@ test('an operator is configured when its whole group is set', (t) => {
   t.like(wave, { id: 'wave:SN', operator: 'wave', countries: ['SN'], config: { baseUrl: 'https://api.wave.example' } }, 'trailing slash trimmed');
 });
 
+test('the ledger posts by default; LEDGER_POSTINGS=off, a benchmark\'s baseline, is refused beside a live operator', (t) => {
+  t.true(loadConfig(minimal).ledgerPostings);
+  t.false(loadConfig({ ...minimal, LEDGER_POSTINGS: 'off' }).ledgerPostings);
+  t.throws(() => loadConfig({ ...minimal, LEDGER_POSTINGS: 'no' }), { instanceOf: ConfigError });
+  const err = t.throws(() => loadConfig({ ...minimal, ...waveGroup, PUBLIC_BASE_URL: 'https://pay.example', LEDGER_POSTINGS: 'off' }), { instanceOf: ConfigError });
+  t.regex(err?.message ?? '', /"LEDGER_POSTINGS" off .* refused once a live operator is configured/);
+});
+
 test('a half-filled operator group stops the start-up and names what is missing', (t) => {
   const { MPESA_PASSKEY: _dropped, ...half } = {
     MPESA_BASE_URL: 'https://sandbox.safaricom.example', MPESA_CONSUMER_KEY: 'k', MPESA_CONSUMER_SECRET: 's', MPESA_SHORTCODE: '174379',
