@@ -416,7 +416,7 @@ export interface WebhookAttemptDoc {
  * A balance: what one scope holds in one currency (common/ledger.ts,
  * worker/balance/ledger.ts). `_id` is `balanceId(scope, currency)`. It is the one
  * place postings of that currency take turns: `seq` counts them, `available` is the
- * sum of their `net`, and `tail` holds the last round's transactions whole, written
+ * sum of their `net`, and `tail` holds the transactions whose inserts are not confirmed, written
  * to `balance_transactions` after this document; the next round (or the sweeper)
  * writes them again if a crash came between.
  */
@@ -429,7 +429,11 @@ export interface BalanceDoc {
   /** Where the money sits: the available amount per operator (`_none` for postings with no operator). */
   by_operator: Record<string, number>;
   seq: number;
-  tail: BalanceTransactionDoc[];
+  /**
+   * The transactions it counts whose inserts are not confirmed, in order: each as a
+   * string (common/ledger.ts `tailEntry`), or whole as written before the strings were.
+   */
+  tail: Array<string | BalanceTransactionDoc>;
   /** Epoch ms of the last posting: the sweeper completes the tails of balances changed lately. */
   updated_ms: number;
 }

@@ -3,7 +3,7 @@
  * (worker/balance/ledger.ts) and the api that reads: where a balance lives, the
  * identity of a movement, the double entry of each type, and the fee of a payment.
  */
-import type { BalanceTransactionType, LedgerEntry } from './documents.js';
+import type { BalanceDoc, BalanceTransactionDoc, BalanceTransactionType, LedgerEntry } from './documents.js';
 import type { Scope } from './jobs.js';
 
 /** The `_id` of the balance of `scope` in `currency` (project names never hold `|`). */
@@ -75,4 +75,44 @@ export const NO_FEE: FeeSchedule = { percent: 0, fixed: 0 };
 export function feeOf(amount: number, schedule: FeeSchedule): number {
   const fee = Math.round((amount * schedule.percent) / 100) + schedule.fixed;
   return Math.max(0, Math.min(amount, fee));
+}
+
+/**
+ * A transaction as a balance's `tail` keeps it until its insert is confirmed
+ * (worker/balance/ledger.ts): one string of what the balance does not say already
+ * (its project, mode and currency) and what cannot be derived (`net`, `created`,
+ * `entries` are). A string, not a document: the local stack's store rewrites the
+ * balance whole at every round, and a string costs it its bytes alone.
+ */
+export function tailEntry(txn: BalanceTransactionDoc): string {
+  return JSON.stringify([txn._id, txn.key, txn.type, txn.amount, txn.fee, txn.source, txn.operator, txn.description, txn.created_ms, txn.seq, txn.balance_after]);
+}
+
+type TailRow = [string, string, BalanceTransactionType, number, number, string, string | null, string | null, number, number, number];
+
+/** The transactions of a balance's tail, whole; a tail written before the strings were (whole documents) is read as it is. */
+export function tailTransactions(balance: Pick<BalanceDoc, 'project' | 'livemode' | 'currency' | 'tail'>): BalanceTransactionDoc[] {
+  return balance.tail.map((entry) => {
+    if (typeof entry !== 'string') return entry;
+    const [_id, key, type, amount, fee, source, operator, description, createdMs, seq, balanceAfter] = JSON.parse(entry) as TailRow;
+    return {
+      _id,
+      project: balance.project,
+      livemode: balance.livemode,
+      currency: balance.currency,
+      key,
+      type,
+      amount,
+      fee,
+      net: amount - fee,
+      source,
+      operator,
+      description,
+      created: Math.floor(createdMs / 1000),
+      created_ms: createdMs,
+      seq,
+      balance_after: balanceAfter,
+      entries: entriesOf(type, amount, fee),
+    };
+  });
 }

@@ -14,6 +14,7 @@
 import type { Db } from 'mongodb';
 import type { BalanceDoc, BalanceTransactionDoc, PaymentIntentDoc, RefundDoc } from '../../common/documents.js';
 import type { Verdict } from './verdicts.js';
+import { tailTransactions } from '../../common/ledger.js';
 
 export interface LedgerFigures {
   currencies: Array<{ livemode: boolean; currency: string; transactions: number; sum: number; balance: number; expected: number }>;
@@ -30,7 +31,7 @@ export async function checkLedger(db: Db, project: string): Promise<{ verdict: V
   const balances = await db.collection<BalanceDoc>('balances').find({ project }).toArray();
   const stored = await db.collection<BalanceTransactionDoc>('balance_transactions').find({ project }, { projection: { entries: 0 } }).toArray();
   const ids = new Set(stored.map((t) => t._id));
-  const tailOnly = balances.flatMap((b) => b.tail.filter((t) => !ids.has(t._id)));
+  const tailOnly = balances.flatMap((b) => tailTransactions(b).filter((t) => !ids.has(t._id)));
   const txns = [...stored, ...tailOnly];
   const intents = await db
     .collection<PaymentIntentDoc>('payment_intents')

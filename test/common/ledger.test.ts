@@ -1,6 +1,7 @@
 /** The ledger's vocabulary (common/ledger.ts) and an operator account's fees (common/operator-accounts.ts). */
 import test from 'ava';
-import { balanceId, entriesOf, feeOf, NO_FEE } from '../../common/ledger.js';
+import type { BalanceTransactionDoc } from '../../common/documents.js';
+import { balanceId, entriesOf, feeOf, NO_FEE, tailEntry, tailTransactions } from '../../common/ledger.js';
 import { accountOf } from '../../common/operator-accounts.js';
 
 test('a fee is the percent rounded to the unit plus the fixed part, never more than the amount', (t) => {
@@ -27,4 +28,17 @@ test("an account's fees come from its variables; a malformed one is named", (t) 
   const missing: string[] = [];
   t.is(accountOf('wave', vars({ FEE_PERCENT: '150' }), null, missing), null);
   t.deepEqual(missing, ['WAVE_FEE_PERCENT as a number from 0 to 100']);
+});
+
+test("a balance's tail keeps each transaction as a string and gives it back whole; a tail of whole documents reads as it is", (t) => {
+  const scope = { project: 'acme', livemode: true, currency: 'xof' };
+  const txn: BalanceTransactionDoc = {
+    _id: 'txn_1', ...scope, key: 'payment:pi_1', type: 'payment', amount: 1000, fee: 30, net: 970, source: 'pi_1', operator: 'wave',
+    description: 'Order, "42"', created: 1_700_000_000, created_ms: 1_700_000_000_123, seq: 7, balance_after: 5970, entries: entriesOf('payment', 1000, 30),
+  };
+  const refund: BalanceTransactionDoc = { ...txn, _id: 'txn_2', key: 'refund:re_1:held', type: 'refund', amount: -400, fee: 0, net: -400, source: 're_1', operator: null, description: null, seq: 8, balance_after: 5570, entries: entriesOf('refund', -400, 0) };
+  const entries = [tailEntry(txn), tailEntry(refund)];
+  t.true(entries.every((e) => typeof e === 'string' && !e.includes('acme')), 'the balance says the scope once');
+  t.deepEqual(tailTransactions({ ...scope, tail: entries }), [txn, refund]);
+  t.deepEqual(tailTransactions({ ...scope, tail: [txn, entries[1]!] }), [txn, refund]);
 });

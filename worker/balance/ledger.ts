@@ -16,7 +16,8 @@
  *   balance document (`balances`, one per project, mode and currency): each gets the
  *   next `seq` and the `balance_after` it leaves, and the balance's `available` is
  *   the sum of their `net`. The balance is updated first, carrying in its `tail`
- *   every transaction whose insert is not yet confirmed; the transactions are
+ *   every transaction whose insert is not yet confirmed (each as a string,
+ *   common/ledger.ts `tailEntry`); the transactions are
  *   inserted after. A crash between the two leaves them in the tail, and the next
  *   round of that balance (or the sweeper, `completeTails`) inserts them before
  *   anything else: a claim whose transaction is missing then belongs to a round
@@ -39,7 +40,7 @@ import type { Filter } from 'mongodb';
 import type { BalanceDoc, BalanceTransactionDoc, BalanceTransactionType, LedgerKeyDoc } from '../../common/documents.js';
 import type { IdGenerator } from '../../common/ids.js';
 import type { Scope } from '../../common/jobs.js';
-import { balanceId, entriesOf, ledgerKeyId, NO_OPERATOR } from '../../common/ledger.js';
+import { balanceId, entriesOf, ledgerKeyId, NO_OPERATOR, tailEntry, tailTransactions } from '../../common/ledger.js';
 import type { Collections } from '../../common/mongo.js';
 import { isDuplicateKey } from '../../common/mongo.js';
 import { retryInfrastructure } from '../../common/retry.js';
@@ -124,6 +125,8 @@ interface Session {
   unconfirmed: BalanceTransactionDoc[];
   /** The rounds' inserts still running. */
   inserting: Set<Promise<void>>;
+  /** The posting time of the balance's last transaction: the next ones are not earlier. */
+  lastCreatedMs: number;
 }
 
 /**
@@ -284,7 +287,7 @@ export class BalanceLedger {
   private async open(balance: string): Promise<Session> {
     const lock = new RecordLock(this.deps.redis, balanceLockKey(this.deps.prefix, balance), BALANCE_LOCK);
     await lock.acquire();
-    return { lock, balance: undefined, rounds: 0, openedMs: Date.now(), unconfirmed: [], inserting: new Set() };
+    return { lock, balance: undefined, rounds: 0, openedMs: Date.now(), unconfirmed: [], inserting: new Set(), lastCreatedMs: 0 };
   }
 
   /** Ends a session once its inserts are done (a next holder's read then finds its tails written), and frees the lock. */
@@ -316,6 +319,7 @@ export class BalanceLedger {
         if (before === undefined) {
           before = await c.balances.findOne({ _id: balance });
           if (before) await this.completeTail(before);
+          session.lastCreatedMs = before ? (tailTransactions(before).at(-1)?.created_ms ?? 0) : 0;
           // Every transaction the balance counts is written now: none left to carry.
           session.unconfirmed = [];
         }
@@ -326,7 +330,7 @@ export class BalanceLedger {
         let available = before?.available ?? 0;
         let seq = before?.seq ?? 0;
         // Posting times never go back within a balance: a statement's range follows `seq`.
-        const createdMs = Math.max(now, before?.tail.at(-1)?.created_ms ?? 0);
+        const createdMs = Math.max(now, session.lastCreatedMs);
         const byOperator: Record<string, number> = { ...(before?.by_operator ?? {}) };
         const posted: BalanceTransactionDoc[] = [];
         const inRound = new Map<string, BalanceTransactionDoc>();
@@ -366,7 +370,7 @@ export class BalanceLedger {
         });
         if (posted.length === 0) return { outcomes: outcomes as Array<PostOutcome | Error>, inserted: Promise.resolve() };
         const tail = [...session.unconfirmed, ...posted];
-        const after: Omit<BalanceDoc, '_id'> = { project: postings[0]!.project, livemode: postings[0]!.livemode, currency: postings[0]!.currency, available, by_operator: byOperator, seq, tail, updated_ms: now };
+        const after: Omit<BalanceDoc, '_id'> = { project: postings[0]!.project, livemode: postings[0]!.livemode, currency: postings[0]!.currency, available, by_operator: byOperator, seq, tail: tail.map(tailEntry), updated_ms: now };
         sent = true;
         const written = await this.writeBalance(session.lock, balance, before, claims.oldest, after);
         if (written !== 'written') {
@@ -375,6 +379,7 @@ export class BalanceLedger {
           continue;
         }
         session.balance = { _id: balance, ...after };
+        session.lastCreatedMs = createdMs;
         session.unconfirmed = tail;
         for (const id of [...made, ...held]) this.claimedHere.delete(id);
         // Posted: a retry of any of them answers from memory from now on.
@@ -534,7 +539,7 @@ export class BalanceLedger {
 
   /** Writes what a round left in the balance's tail, unless it is known to be written. */
   async completeTail(balance: BalanceDoc): Promise<void> {
-    const unknown = balance.tail.filter((txn) => !this.known.has(txn._id));
+    const unknown = tailTransactions(balance).filter((txn) => !this.known.has(txn._id));
     if (unknown.length === 0) return;
     await this.insertTail(unknown);
   }

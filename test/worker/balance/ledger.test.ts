@@ -10,7 +10,7 @@ import { MongoClient } from 'mongodb';
 import { Redis } from 'ioredis';
 import type { BalanceDoc } from '../../../common/documents.js';
 import { IdGenerator } from '../../../common/ids.js';
-import { balanceId, ledgerKeyId, movementKeys } from '../../../common/ledger.js';
+import { balanceId, ledgerKeyId, movementKeys, tailEntry } from '../../../common/ledger.js';
 import { collections as collectionsOf, ensureIndexes } from '../../../common/mongo.js';
 import { BalanceLedger, CLAIM_LEASE_MS, type Posting } from '../../../worker/balance/ledger.js';
 import { holdPayout, releasePayout, settlePayout } from '../../../worker/balance/payouts.js';
@@ -100,6 +100,9 @@ test("a round's tail that a crash left unwritten is written by the next round, a
   const first = ledger(true);
   const posted = await first.post(payment(project, 'pi_a', 500));
   if (posted.kind !== 'posted') return t.fail();
+  // The balance keeps the round's transaction as a string until its insert is confirmed (common/ledger.ts tailEntry).
+  const written = await c().balances.findOne({ _id: balanceId(posted.txn, 'xof') });
+  t.deepEqual(written?.tail, [tailEntry(posted.txn)]);
   // As after a crash between the balance's update and the inserts: the transaction is in the tail only.
   await c().balanceTransactions.deleteOne({ _id: posted.txn._id });
   await c().ledgerKeys.deleteOne({ _id: ledgerKeyId(balanceId(posted.txn, 'xof'), posted.txn.key) });
@@ -112,6 +115,17 @@ test("a round's tail that a crash left unwritten is written by the next round, a
   t.is(count, 2);
   t.is(sum, 750);
   t.is(balance?.available, 750);
+});
+
+test("a tail of whole documents (written before the tail kept strings) is written by the next round as well", async (t) => {
+  const project = uniqueName('p');
+  const posted = await ledger(true).post(payment(project, 'pi_old', 300));
+  if (posted.kind !== 'posted') return t.fail();
+  await c().balances.updateOne({ _id: balanceId(posted.txn, 'xof') }, { $set: { tail: [posted.txn] } });
+  await c().balanceTransactions.deleteOne({ _id: posted.txn._id });
+  await ledger(true).post(payment(project, 'pi_new', 200));
+  t.like(await c().balanceTransactions.findOne({ _id: posted.txn._id }), { _id: posted.txn._id, amount: 300, balance_after: 300, seq: 1 });
+  t.is((await sumOf(project)).sum, 500);
 });
 
 test('a payout: held, then released once (payout_failure) or settled with nothing moving', async (t) => {
